@@ -1,0 +1,183 @@
+// The only file that knows about Python: converts numpy arrays to the core's
+// types and back, releases the GIL while the core works, and maps C++
+// exceptions to Python ones. Checks of values live in the core
+// (CheckRequest); the Python layer owns dtype checks and the public API.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/planner.h"
+#include "core/validator.h"
+
+namespace py = pybind11;
+namespace cm = cadence_memplan;
+
+namespace {
+
+// The Python exception type for cm::PlanningFailure. Created once at import
+// and deliberately never freed: it must outlive every call into the module.
+PyObject* planning_error_type = nullptr;
+
+using Int64Array = py::array_t<int64_t, py::array::c_style>;
+using MaskArray = py::array_t<uint64_t, py::array::c_style>;
+
+void RequireLength(const char* name, py::ssize_t actual, py::ssize_t expected) {
+  if (actual != expected) {
+    throw cm::InvalidInput(std::string(name) + " has " + std::to_string(actual) +
+                           " entries, expected " + std::to_string(expected));
+  }
+}
+
+void RequireOneDimensional(const char* name, const py::array& array) {
+  if (array.ndim() != 1) {
+    throw cm::InvalidInput(std::string(name) + " must be one-dimensional, got " +
+                           std::to_string(array.ndim()) + " dimensions");
+  }
+}
+
+std::vector<cm::Tensor> ToTensors(const Int64Array& starts, const Int64Array& ends,
+                                  const Int64Array& sizes, const char* what) {
+  RequireOneDimensional(what, starts);
+  RequireOneDimensional(what, ends);
+  RequireOneDimensional(what, sizes);
+  RequireLength("ends", ends.size(), starts.size());
+  RequireLength("sizes", sizes.size(), starts.size());
+  auto start = starts.unchecked<1>();
+  auto end = ends.unchecked<1>();
+  auto size = sizes.unchecked<1>();
+  std::vector<cm::Tensor> tensors(starts.size());
+  for (py::ssize_t i = 0; i < starts.size(); ++i) {
+    tensors[i] = {{start(i), end(i)}, size(i)};
+  }
+  return tensors;
+}
+
+std::vector<cm::Memory> ToMemories(const Int64Array& sizes, const Int64Array& alignments) {
+  RequireOneDimensional("memory_sizes", sizes);
+  RequireOneDimensional("memory_alignments", alignments);
+  RequireLength("memory_alignments", alignments.size(), sizes.size());
+  std::vector<cm::Memory> memories(sizes.size());
+  for (py::ssize_t m = 0; m < sizes.size(); ++m) memories[m] = {sizes.at(m), alignments.at(m)};
+  return memories;
+}
+
+template <typename T>
+std::vector<T> ToVector(const py::array_t<T, py::array::c_style>& array, const char* name) {
+  RequireOneDimensional(name, array);
+  return std::vector<T>(array.data(), array.data() + array.size());
+}
+
+Int64Array ToArray(std::vector<int64_t>&& values) {
+  auto* owned = new std::vector<int64_t>(std::move(values));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<int64_t>*>(p); });
+  return Int64Array(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
+}
+
+py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
+               const Int64Array& sizes, const Int64Array& memory_sizes,
+               const Int64Array& memory_alignments, const MaskArray& blocked,
+               uint64_t allowed, const Int64Array& placed_starts, const Int64Array& placed_ends,
+               const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
+               const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
+               bool keep_incoming_offset) {
+  cm::Algorithm algo;
+  if (algorithm == "position") {
+    algo = cm::Algorithm::kPositionBasedGreedy;
+  } else if (algorithm == "heuristic") {
+    algo = cm::Algorithm::kGreedyByHeuristic;
+  } else {
+    throw cm::InvalidInput("algorithm must be 'position' or 'heuristic', got '" + algorithm + "'");
+  }
+  cm::PlanRequest request;
+  request.tensors = ToTensors(starts, ends, sizes, "tensor arrays");
+  request.memories = ToMemories(memory_sizes, memory_alignments);
+  request.blocked = ToVector(blocked, "blocked");
+  request.allowed = allowed;
+  request.incoming_offsets = ToVector(incoming_offsets, "incoming_offsets");
+  request.keep_incoming_offset = keep_incoming_offset;
+  const std::vector<cm::Tensor> placed = ToTensors(placed_starts, placed_ends, placed_sizes,
+                                                   "placed tensor arrays");
+  RequireOneDimensional("placed_mem_ids", placed_mem_ids);
+  RequireOneDimensional("placed_offsets", placed_offsets);
+  RequireLength("placed_mem_ids", placed_mem_ids.size(), placed_starts.size());
+  RequireLength("placed_offsets", placed_offsets.size(), placed_starts.size());
+  request.placed.resize(placed.size());
+  for (size_t j = 0; j < placed.size(); ++j) {
+    const int64_t mem_id = placed_mem_ids.at(j);
+    // Out-of-range ids become 0, which CheckRequest reports as not a memory id.
+    const bool in_range = mem_id >= 1 && mem_id <= cm::kMaxMemories;
+    request.placed[j] = {placed[j], {in_range ? static_cast<cm::MemId>(mem_id) : 0,
+                                     placed_offsets.at(j)}};
+  }
+
+  cm::PlanResult result;
+  {
+    py::gil_scoped_release release;
+    result = cm::Plan(request, algo);
+  }
+
+  const size_t count = result.placements.size();
+  std::vector<int64_t> mem_ids(count), offsets(count);
+  for (size_t i = 0; i < count; ++i) {
+    mem_ids[i] = result.placements[i].mem_id;
+    offsets[i] = result.placements[i].offset;
+  }
+  py::list memory_order;
+  for (auto& order : result.memory_order) memory_order.append(ToArray(std::move(order)));
+  return py::make_tuple(ToArray(std::move(mem_ids)), ToArray(std::move(offsets)),
+                        ToArray(std::move(result.bufsizes)), memory_order);
+}
+
+std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
+                     const Int64Array& mem_ids, const Int64Array& offsets,
+                     const Int64Array& memory_sizes, const Int64Array& memory_alignments) {
+  const std::vector<cm::Tensor> tensors = ToTensors(starts, ends, sizes, "tensor arrays");
+  const std::vector<cm::Memory> memories = ToMemories(memory_sizes, memory_alignments);
+  RequireOneDimensional("mem_ids", mem_ids);
+  RequireOneDimensional("offsets", offsets);
+  RequireLength("mem_ids", mem_ids.size(), starts.size());
+  RequireLength("offsets", offsets.size(), starts.size());
+  std::vector<cm::Placement> placements(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int64_t mem_id = mem_ids.at(i);
+    const bool in_range = mem_id >= 1 && mem_id <= cm::kMaxMemories;
+    placements[i] = {in_range ? static_cast<cm::MemId>(mem_id) : 0, offsets.at(i)};
+  }
+  py::gil_scoped_release release;
+  return cm::Validate(tensors, placements, memories);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "C++ core of cadence_memplan; use the functions of the cadence_memplan package.";
+  m.attr("MAX_MEMORIES") = cm::kMaxMemories;
+  m.attr("MAX_BYTE_VALUE") = cm::kMaxByteValue;
+
+  planning_error_type =
+      py::exception<cm::PlanningFailure>(m, "PlanningError", PyExc_RuntimeError).release().ptr();
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const cm::PlanningFailure& failure) {
+      py::object error = py::reinterpret_borrow<py::object>(planning_error_type)(failure.what());
+      error.attr("tensor_index") = failure.tensor();
+      PyErr_SetObject(planning_error_type, error.ptr());
+    } catch (const cm::InvalidInput& invalid) {
+      PyErr_SetString(PyExc_ValueError, invalid.what());
+    }
+  });
+
+  m.def("plan", &Plan, py::arg("algorithm"), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
+        py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
+        py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
+        py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
+        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"));
+  m.def("validate", &Validate, py::arg("starts"), py::arg("ends"), py::arg("sizes"),
+        py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
+        py::arg("memory_alignments"));
+}

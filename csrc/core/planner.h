@@ -1,0 +1,100 @@
+// The two hierarchical placers of ExecuTorch's Cadence backend, with exactly
+// the placements of upstream's Python classes (executorch 1.5.x,
+// backends/cadence/aot/memory_planning.py):
+//
+//   * kPositionBasedGreedy (PositionBasedGreedyWithHierarchy): each tensor goes
+//     to the first memory, fastest first, where it fits, at the lowest aligned
+//     offset whose storage is free for its whole lifetime (first fit).
+//   * kGreedyByHeuristic (GreedyWithHeuristic, the "greedy by size for offset
+//     calculation" of arXiv 2001.03288): each tensor goes to the smallest gap
+//     between lifetime-overlapping tensors that holds it (best fit, strictly
+//     smaller wins), else after the last of them.
+//
+// Shared rules: tensors are visited by size, largest first, ties in input
+// order (a stable sort); memories are tried in order 1..N; a placement is
+// valid when the memory is allowed in this call, not blocked for the tensor,
+// and AlignUp(offset + size, alignment) <= memory size. Lifetimes are
+// inclusive [start, end] (see types.h).
+//
+// Upstream behaviours reproduced on purpose, so that plans stay identical:
+//   * The heuristic scans a memory's tensors in their list order. Upstream
+//     stable-sorts that list by offset after each placement in it, but not
+//     before the first one, so already-placed tensors are scanned in the order
+//     they were given until then.
+//   * The heuristic keeps a tensor's incoming offset when no gap holds it
+//     (`keep_incoming_offset`), and keeps it across memories that are blocked
+//     for the tensor. Upstream then asserts that the result overlaps nothing;
+//     here that assertion is a PlanningFailure.
+//   * Upstream aligns with floating-point division, which is inexact above
+//     2^53 bytes; this core is exact everywhere.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "types.h"
+
+namespace cadence_memplan {
+
+enum class Algorithm {
+  kPositionBasedGreedy,
+  kGreedyByHeuristic,
+};
+
+struct PlanRequest {
+  std::vector<Tensor> tensors;    // To place, in the caller's order.
+  std::vector<Memory> memories;   // memories[m - 1] describes memory id m.
+  // Empty, or one mask per tensor: the memory ids that tensor must not use.
+  std::vector<MemoryMask> blocked;
+  // The memory ids usable in this call (upstream's `memory_id_is_valid`).
+  MemoryMask allowed = ~MemoryMask{0} & ~MaskOf(0);
+  // Tensors already in the memories. The order of a memory's tensors here is
+  // its list order (upstream's `state.allocated_buffers[m]`).
+  std::vector<PlacedTensor> placed;
+  // Empty, or one per tensor: its `mem_offset` before the call, kNoOffset for
+  // None. Only the heuristic reads it.
+  std::vector<Offset> incoming_offsets;
+  // Reproduce upstream's "keep the incoming offset" quirk (see above).
+  bool keep_incoming_offset = true;
+};
+
+// Entries of PlanResult::memory_order: ids 0..placed.size()-1 name the
+// already-placed tensors, placed.size() + i names tensor i.
+using ListEntry = int64_t;
+
+struct PlanResult {
+  std::vector<Placement> placements;  // One per tensor.
+  // Indexed by memory id 0..N (0 stays 0): the largest aligned end of any
+  // tensor in the memory, placed before or during the call.
+  std::vector<Size> bufsizes;
+  // Indexed by memory id 0..N: the memory's list order after the call, as
+  // upstream leaves `state.allocated_buffers[m]`.
+  std::vector<std::vector<ListEntry>> memory_order;
+};
+
+// The request breaks a precondition; nothing was planned.
+class InvalidInput : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Planning was attempted and a tensor could not be placed.
+class PlanningFailure : public std::runtime_error {
+ public:
+  PlanningFailure(TensorIndex tensor, const std::string& message)
+      : std::runtime_error(message), tensor_(tensor) {}
+  TensorIndex tensor() const { return tensor_; }
+
+ private:
+  TensorIndex tensor_;
+};
+
+// Returns why `request` is not a valid input, or "" when it is.
+std::string CheckRequest(const PlanRequest& request);
+
+// Plans every tensor of `request`. Throws InvalidInput (CheckRequest failed)
+// or PlanningFailure. Deterministic: the result depends only on the request.
+PlanResult Plan(const PlanRequest& request, Algorithm algorithm);
+
+}  // namespace cadence_memplan

@@ -1,0 +1,44 @@
+"""Type stubs for the C++ extension. Call it through cadence_memplan's public functions."""
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_MEMORIES: int
+MAX_BYTE_VALUE: int
+
+class PlanningError(RuntimeError):
+    """A tensor fits in no memory; ``tensor_index`` is its position in the input."""
+
+    tensor_index: int
+
+def plan(
+    algorithm: str,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    memory_sizes: npt.NDArray[np.int64],
+    memory_alignments: npt.NDArray[np.int64],
+    blocked: npt.NDArray[np.uint64],
+    allowed: int,
+    placed_starts: npt.NDArray[np.int64],
+    placed_ends: npt.NDArray[np.int64],
+    placed_sizes: npt.NDArray[np.int64],
+    placed_mem_ids: npt.NDArray[np.int64],
+    placed_offsets: npt.NDArray[np.int64],
+    incoming_offsets: npt.NDArray[np.int64],
+    keep_incoming_offset: bool,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    list[npt.NDArray[np.int64]],
+]: ...
+def validate(
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    mem_ids: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    memory_sizes: npt.NDArray[np.int64],
+    memory_alignments: npt.NDArray[np.int64],
+) -> str: ...
