@@ -1,0 +1,219 @@
+// IntervalIndex against a brute-force scan: after any sequence of insertions,
+// FindOverlapping must report exactly the inserted, non-empty lifetimes that
+// overlap the query (inclusive ends), each once.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "interval_index.h"
+
+namespace {
+
+using cadence_memplan::IntervalIndex;
+using cadence_memplan::Lifetime;
+using cadence_memplan::Slot;
+using cadence_memplan::SlotLayout;
+using cadence_memplan::Time;
+
+// Written out here rather than using Lifetime::Overlaps, so the test shares no
+// logic with the code under test.
+bool BruteOverlap(const Lifetime& a, const Lifetime& b) {
+  if (a.start > a.end || b.start > b.end) return false;
+  return a.start <= b.end && b.start <= a.end;
+}
+
+std::vector<Slot> BruteForce(const std::vector<Lifetime>& lifetimes,
+                             const std::vector<bool>& inserted, const Lifetime& query) {
+  std::vector<Slot> result;
+  for (Slot s = 0; s < static_cast<Slot>(lifetimes.size()); ++s) {
+    if (inserted[s] && BruteOverlap(lifetimes[s], query)) result.push_back(s);
+  }
+  return result;
+}
+
+std::vector<Slot> Query(const IntervalIndex& index, const Lifetime& query) {
+  std::vector<Slot> out;
+  index.FindOverlapping(query, &out);
+  std::sort(out.begin(), out.end());  // Duplicates stay and make the comparison fail.
+  return out;
+}
+
+// A lifetime drawn from [base, base + span], mixing the shapes that matter:
+// empty, single point, ordinary, and copies / touching neighbours of earlier ones.
+Lifetime RandomLifetime(std::mt19937_64& rng, Time base, Time span,
+                        const std::vector<Lifetime>& earlier) {
+  auto pick = [&](Time lo, Time hi) {  // Uniform in [lo, hi].
+    return std::uniform_int_distribution<Time>(lo, hi)(rng);
+  };
+  const int kind = static_cast<int>(pick(0, 9));
+  const Time start = base + pick(0, span);
+  if (!earlier.empty() && kind >= 7) {
+    const Lifetime& other = earlier[pick(0, static_cast<Time>(earlier.size()) - 1)];
+    if (kind == 7) return other;                                                   // Identical.
+    if (kind == 8 && other.end >= other.start) {  // Starts where `other` ends.
+      return {other.end, other.end + pick(0, std::min<Time>(3, base + span - other.end))};
+    }
+    if (other.start > base) return {other.start - pick(0, 3), other.start};        // Touches start.
+  }
+  switch (kind) {
+    case 0:
+      return {start, start - 1 - pick(0, 2)};  // Empty.
+    case 1:
+    case 2:
+      return {start, start};  // Single point.
+    default:
+      // Never past base + span, so no arithmetic overflows near INT64_MAX.
+      return {start, start + pick(0, std::min<Time>(span / 3 + 1, base + span - start))};
+  }
+}
+
+int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
+  std::mt19937_64 rng(seed);
+  std::vector<Lifetime> lifetimes;
+  for (int i = 0; i < count; ++i) lifetimes.push_back(RandomLifetime(rng, base, span, lifetimes));
+  const SlotLayout layout(lifetimes);
+  CHECK_EQ(layout.size(), static_cast<Slot>(count));
+  IntervalIndex index(layout);
+
+  // A random subset, inserted in random order.
+  std::vector<Slot> order(count);
+  std::iota(order.begin(), order.end(), Slot{0});
+  std::shuffle(order.begin(), order.end(), rng);
+  order.resize(std::uniform_int_distribution<int>(0, count)(rng));
+
+  std::vector<bool> inserted(count, false);
+  int64_t queries = 0;
+  auto query_now = [&]() {
+    const int number = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int q = 0; q < number; ++q) {
+      // Half the queries are lifetimes of the universe (touching/identical cases), half fresh.
+      Lifetime query = (count > 0 && rng() % 2 == 0)
+                           ? lifetimes[std::uniform_int_distribution<int>(0, count - 1)(rng)]
+                           : RandomLifetime(rng, base, span, lifetimes);
+      if (!CHECK_EQ(Query(index, query), BruteForce(lifetimes, inserted, query))) {
+        std::cerr << "    seed " << seed << " query [" << query.start << ", " << query.end
+                  << "]\n";
+      }
+      ++queries;
+    }
+  };
+  query_now();
+  for (Slot slot : order) {
+    index.Insert(slot);
+    inserted[slot] = true;
+    if (rng() % 3 == 0) query_now();
+  }
+  query_now();
+  // Finally every lifetime of the universe as a query.
+  for (const Lifetime& query : lifetimes) {
+    CHECK_EQ(Query(index, query), BruteForce(lifetimes, inserted, query));
+    ++queries;
+  }
+  return queries;
+}
+
+void TestEmptyIndex() {
+  const SlotLayout empty_layout(std::vector<Lifetime>{});
+  IntervalIndex empty_index(empty_layout);
+  CHECK_EQ(Query(empty_index, Lifetime{0, 100}), std::vector<Slot>{});
+  CHECK_EQ(Query(empty_index, Lifetime{5, 4}), std::vector<Slot>{});
+
+  // A universe but nothing inserted yet.
+  const SlotLayout layout({{0, 10}, {3, 3}, {5, 20}});
+  IntervalIndex index(layout);
+  CHECK_EQ(Query(index, Lifetime{0, 100}), std::vector<Slot>{});
+
+  // Only empty lifetimes inserted: nothing is ever reported.
+  const SlotLayout empties({{5, 4}, {10, 0}, {0, -1}});
+  IntervalIndex empty_only(empties);
+  for (Slot s = 0; s < 3; ++s) empty_only.Insert(s);
+  CHECK_EQ(Query(empty_only, Lifetime{-100, 100}), std::vector<Slot>{});
+  CHECK_EQ(Query(empty_only, Lifetime{4, 5}), std::vector<Slot>{});
+}
+
+void TestEmptyQueries() {
+  const SlotLayout layout({{0, 10}, {3, 3}, {5, 20}, {0, 0}});
+  IntervalIndex index(layout);
+  for (Slot s = 0; s < layout.size(); ++s) index.Insert(s);
+  CHECK_EQ(Query(index, Lifetime{0, 20}), (std::vector<Slot>{0, 1, 2, 3}));
+  // Empty queries overlap nothing, even when they lie "inside" an inserted lifetime.
+  CHECK_EQ(Query(index, Lifetime{3, 2}), std::vector<Slot>{});
+  CHECK_EQ(Query(index, Lifetime{5, 4}), std::vector<Slot>{});
+  CHECK_EQ(Query(index, Lifetime{20, 0}), std::vector<Slot>{});
+  CHECK_EQ(Query(index, Lifetime{}), std::vector<Slot>{});  // Default {0, -1}.
+}
+
+void TestInclusiveEnds() {
+  // [0, 3] and [3, 7] share node 3; [8, 8] touches nothing; [7, 8] touches both.
+  const SlotLayout layout({{0, 3}, {3, 7}, {8, 8}});
+  IntervalIndex index(layout);
+  for (Slot s = 0; s < 3; ++s) index.Insert(s);
+  CHECK_EQ(Query(index, Lifetime{3, 3}), (std::vector<Slot>{0, 1}));
+  CHECK_EQ(Query(index, Lifetime{7, 7}), (std::vector<Slot>{1}));
+  CHECK_EQ(Query(index, Lifetime{7, 8}), (std::vector<Slot>{1, 2}));
+  CHECK_EQ(Query(index, Lifetime{4, 6}), (std::vector<Slot>{1}));
+  CHECK_EQ(Query(index, Lifetime{9, 100}), std::vector<Slot>{});
+  CHECK_EQ(Query(index, Lifetime{-5, -1}), std::vector<Slot>{});
+}
+
+void TestExtremeTimes() {
+  constexpr Time kMax = std::numeric_limits<Time>::max();
+  const SlotLayout layout({{kMax, kMax},
+                           {kMax - 1, kMax},
+                           {0, kMax},
+                           {kMax - 5, kMax - 3},
+                           {kMax, kMax - 1},  // Empty.
+                           {kMax - 3, kMax - 3}});
+  IntervalIndex index(layout);
+  for (Slot s = 0; s < layout.size(); ++s) index.Insert(s);
+  CHECK_EQ(Query(index, Lifetime{kMax, kMax}), (std::vector<Slot>{0, 1, 2}));
+  CHECK_EQ(Query(index, Lifetime{kMax - 3, kMax - 2}), (std::vector<Slot>{2, 3, 5}));
+  CHECK_EQ(Query(index, Lifetime{0, kMax}), (std::vector<Slot>{0, 1, 2, 3, 5}));
+  CHECK_EQ(Query(index, Lifetime{kMax, 0}), std::vector<Slot>{});
+}
+
+}  // namespace
+
+int main() {
+  const auto begin = std::chrono::steady_clock::now();
+  TestEmptyIndex();
+  TestEmptyQueries();
+  TestInclusiveEnds();
+  TestExtremeTimes();
+
+  int64_t cases = 0;
+  int64_t queries = 0;
+  constexpr Time kMax = std::numeric_limits<Time>::max();
+  for (uint64_t seed = 1; seed <= 3000; ++seed) {
+    memplan_test::SetContext("random case seed " + std::to_string(seed));
+    std::mt19937_64 shape(seed * 7919);
+    // Sizes 0..80 mostly, some larger ones so the tree has several levels and a
+    // non-power-of-two leaf count.
+    const int count = seed % 10 == 0 ? static_cast<int>(shape() % 400) : static_cast<int>(shape() % 81);
+    // Dense (many ties / touches), sparse, negative, and near INT64_MAX time ranges.
+    Time base = 0;
+    Time span = 20;
+    switch (seed % 5) {
+      case 0: span = 5; break;
+      case 1: span = 20; break;
+      case 2: span = 1000; break;
+      case 3: base = -50; span = 100; break;
+      case 4: base = kMax - 40; span = 40; break;
+    }
+    queries += RunRandomCase(seed, base, span, count);
+    ++cases;
+  }
+  memplan_test::SetContext("");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::cout << "interval_index_test: " << cases << " random cases, " << queries
+            << " queries checked against brute force in " << seconds << " s\n";
+  return memplan_test::Finish();
+}

@@ -1,0 +1,149 @@
+"""Drop-in replacements for executorch's Cadence placers, planned by the C++ core.
+
+``PositionBasedGreedyWithHierarchy`` and ``GreedyWithHeuristic`` subclass upstream's
+``MemoryPlanningAlgo`` (executorch 1.5.x) and override only ``plan()``. Everything
+around it (``__call__`` as exir's ``MemoryPlanningPass`` calls it, constraint
+generation, pinned specs, relative placements) is upstream's own code, unchanged.
+
+``plan()`` reads each TensorSpec attribute once, runs the core with the GIL released,
+writes ``mem_id``/``mem_offset`` back and leaves ``state`` as upstream's Python would:
+the same ``allocated_buffers`` lists in the same order, the same ``bufsizes``. When it
+raises, no spec and nothing in ``state`` has changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import numpy as np
+from executorch.backends.cadence.aot.memory_constraints import MemConstraints
+from executorch.backends.cadence.aot.memory_planning_algo import (
+    MemoryPlanningAlgo,
+    MemoryPlanningState,
+)
+from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+from executorch.exir.tensor import TensorSpec
+
+from . import _core
+from ._arrays import Algorithm, allowed_mask, as_int64
+
+__all__ = ["GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy"]
+
+
+def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any], list[int]]:
+    """Lifetimes and allocated sizes of ``specs``; ``allocated_memory`` is computed, so read once."""
+    starts: list[Any] = []
+    ends: list[Any] = []
+    sizes: list[int] = []
+    for index, spec in enumerate(specs):
+        lifetime = spec.lifetime
+        if lifetime is None or len(lifetime) != 2:
+            raise ValueError(f"{what} {index} has lifetime {lifetime!r}, expected [start, end]: {spec!r}")
+        starts.append(lifetime[0])
+        ends.append(lifetime[1])
+        sizes.append(spec.allocated_memory)
+    return starts, ends, sizes
+
+
+class _CorePlannedAlgo(MemoryPlanningAlgo):
+    """Upstream's algorithm interface with ``plan()`` done by the C++ core."""
+
+    algorithm: ClassVar[Algorithm]
+
+    def plan(
+        self,
+        specs: Iterable[TensorSpec],
+        graph_module: Any,
+        graph_signature: Any,
+        state: MemoryPlanningState,
+        placement_constraints: MemConstraints,
+        extra_padding: int = 0,
+    ) -> None:
+        """Place ``specs`` as upstream's ``plan()`` would; ``extra_padding`` is unused, as upstream."""
+        del graph_module, graph_signature, extra_padding  # Unused by upstream's plan() too.
+        specs = list(specs)
+        memory_count = self.get_num_memories() - 1
+        alignments = self.memory_config.memory_alignments
+        if alignments is None:
+            raise ValueError("memory_config.memory_alignments must be set")
+
+        placed: list[TensorSpec] = []
+        placed_mem_ids: list[int] = []
+        for mem_id, buffers in enumerate(state.allocated_buffers):
+            if mem_id == 0 and buffers:
+                raise ValueError("state.allocated_buffers[0] must be empty: memory 0 is reserved")
+            placed.extend(buffers)
+            placed_mem_ids.extend([mem_id] * len(buffers))
+        seen: set[int] = set()
+        for index, spec in enumerate(specs):
+            if id(spec) in seen:
+                raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
+            seen.add(id(spec))
+        for index, spec in enumerate(placed):
+            if id(spec) in seen:
+                raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
+        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids)):
+            if spec.mem_id != mem_id:
+                raise ValueError(
+                    f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
+                    f" but has mem_id {spec.mem_id}: {spec!r}"
+                )
+
+        starts, ends, sizes = _read_specs(specs, "spec")
+        placed_starts, placed_ends, placed_sizes = _read_specs(placed, "already-placed spec")
+        incoming = [spec.mem_offset for spec in specs]
+        blocklists = placement_constraints._mem_id_blocklist  # {id(spec): set of mem ids}
+        blocked = np.zeros(len(specs), dtype=np.uint64)
+        if blocklists:
+            for index, spec in enumerate(specs):
+                for mem_id in blocklists.get(id(spec), ()):
+                    if not 1 <= mem_id <= memory_count:
+                        raise ValueError(
+                            f"spec {index}: its blocklist names memory {mem_id}, which does not"
+                            f" exist (1..{memory_count}): {spec!r}"
+                        )
+                    blocked[index] |= np.uint64(1 << mem_id)
+        try:
+            mem_ids, offsets, bufsizes, memory_order = _core.plan(
+                self.algorithm,
+                as_int64("spec lifetime starts", starts),
+                as_int64("spec lifetime ends", ends),
+                as_int64("spec sizes", sizes),
+                as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes),
+                as_int64("memory_config.memory_alignments", alignments),
+                blocked,
+                allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
+                as_int64("already-placed lifetime starts", placed_starts),
+                as_int64("already-placed lifetime ends", placed_ends),
+                as_int64("already-placed sizes", placed_sizes),
+                as_int64("already-placed mem_ids", placed_mem_ids),
+                as_int64("already-placed offsets", [spec.mem_offset for spec in placed]),
+                as_int64("spec incoming offsets", [-1 if o is None else o for o in incoming]),
+                True,
+            )
+        except _core.PlanningError as error:
+            raise MemoryPlanningAlgoFailure(
+                f"{error}\n  spec: {specs[error.tensor_index]!r}\n"
+                f"  memory config: {self.memory_config}"
+            ) from error
+
+        for spec, mem_id, offset in zip(specs, mem_ids.tolist(), offsets.tolist()):
+            spec.mem_id = mem_id
+            spec.mem_offset = offset
+        everything = placed + specs
+        for mem_id in range(1, memory_count + 1):
+            state.allocated_buffers[mem_id] = [everything[k] for k in memory_order[mem_id].tolist()]
+            state.bufsizes[mem_id] = max(state.bufsizes[mem_id], int(bufsizes[mem_id]))
+
+
+class PositionBasedGreedyWithHierarchy(_CorePlannedAlgo):
+    """Upstream's PositionBasedGreedyWithHierarchy: first fit, largest tensor first, fastest memory first."""
+
+    algorithm = "position"
+
+
+class GreedyWithHeuristic(_CorePlannedAlgo):
+    """Upstream's GreedyWithHeuristic: best fit between lifetime-overlapping tensors (arXiv 2001.03288)."""
+
+    algorithm = "heuristic"

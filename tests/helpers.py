@@ -1,0 +1,581 @@
+"""Shared helpers for the differential tests: build identical planning problems for
+upstream's Python placers and ours, run one, and capture what it did.
+
+A planning problem is a :class:`Case`. :func:`run_algorithm` builds fresh TensorSpecs,
+a fresh ``MemoryPlanningState`` and fresh ``MemConstraints`` from it, so the upstream
+run and our run start from identical, independent objects.
+
+Slots: outcomes name tensors by *slot*, the numbering of the array API's
+``Plan.memory_order``: slots ``0..len(preplaced)-1`` are the already-placed tensors in
+the order they were put into ``state.allocated_buffers``, slot ``len(preplaced) + i``
+is tensor ``i`` of ``Case.sizes``.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pytest
+import torch
+from executorch.backends.cadence.aot.memory_constraints import MemConstraints
+from executorch.backends.cadence.aot.memory_planning import (
+    GreedyWithHeuristic as UpstreamGreedyWithHeuristic,
+)
+from executorch.backends.cadence.aot.memory_planning import (
+    PositionBasedGreedyWithHierarchy as UpstreamPositionBasedGreedyWithHierarchy,
+)
+from executorch.backends.cadence.aot.memory_planning_algo import (
+    MemoryPlanningAlgo,
+    MemoryPlanningState,
+)
+from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
+from executorch.exir.tensor import TensorSpec
+
+import cadence_memplan
+
+ALIGNMENT_CHOICES = (1, 16, 37, 64)
+
+# algorithm name (as the array API spells it) -> (upstream class, our class)
+ALGORITHM_CLASSES: dict[str, tuple[type[MemoryPlanningAlgo], type[MemoryPlanningAlgo]]] = {
+    "position": (
+        UpstreamPositionBasedGreedyWithHierarchy,
+        cadence_memplan.PositionBasedGreedyWithHierarchy,
+    ),
+    "heuristic": (UpstreamGreedyWithHeuristic, cadence_memplan.GreedyWithHeuristic),
+}
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def make_spec(size: int, lifetime: Sequence[int]) -> TensorSpec:
+    """A TensorSpec whose ``allocated_memory`` is exactly ``size`` bytes (0 allowed)."""
+    spec = TensorSpec(torch.uint8, torch.Size([size]))
+    spec.alignment = 1
+    spec.lifetime = list(lifetime)
+    assert spec.allocated_memory == size
+    return spec
+
+
+def make_memory_config(
+    memory_sizes: Sequence[int], memory_alignments: Sequence[int]
+) -> MemoryConfig:
+    return MemoryConfig(list(memory_sizes), memory_alignments=list(memory_alignments))
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class PreplacedTensor:
+    """A tensor already in ``state.allocated_buffers[mem_id]`` before planning."""
+
+    lifetime: tuple[int, int]
+    size: int
+    mem_id: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Case:
+    """One planning problem. Memory ids are 1..N; tensor lists are indexed by tensor."""
+
+    memory_sizes: tuple[int, ...]
+    memory_alignments: tuple[int, ...]
+    lifetimes: tuple[tuple[int, int], ...]
+    sizes: tuple[int, ...]
+    # Per tensor: the memory ids on its blocklist (MemConstraints.add_mem_id_to_blocklist).
+    blocked: tuple[frozenset[int], ...] = ()
+    # Per memory id 1..N: algo.memory_id_is_valid[m]; empty means all allowed.
+    allowed: tuple[bool, ...] = ()
+    # In the order they are appended to state.allocated_buffers (via state.place_spec).
+    preplaced: tuple[PreplacedTensor, ...] = ()
+    # Per tensor: spec.mem_offset before planning (None = unset); empty means all None.
+    incoming_offsets: tuple[int | None, ...] = ()
+
+    @property
+    def tensor_count(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def memory_count(self) -> int:
+        return len(self.memory_sizes)
+
+    def blocked_for(self, index: int) -> frozenset[int]:
+        return self.blocked[index] if self.blocked else frozenset()
+
+    def allowed_for(self, mem_id: int) -> bool:
+        return self.allowed[mem_id - 1] if self.allowed else True
+
+    def incoming_offset_for(self, index: int) -> int | None:
+        return self.incoming_offsets[index] if self.incoming_offsets else None
+
+    def offsets_given_are_aligned(self) -> bool:
+        """True when every pre-placed offset is aligned for its memory and every incoming
+        offset is aligned for every memory, so a correct plan is fully aligned."""
+        alignment_lcm = math.lcm(*self.memory_alignments)
+        return all(
+            p.offset % self.memory_alignments[p.mem_id - 1] == 0 for p in self.preplaced
+        ) and all(o is None or o % alignment_lcm == 0 for o in self.incoming_offsets)
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything planning may mutate: every spec's placement, the state, the allow-mask."""
+
+    placements: tuple[tuple[int | None, int | None], ...]  # per slot (mem_id, mem_offset)
+    bufsizes: tuple[int, ...]
+    allocated_buffers: tuple[tuple[int, ...], ...]  # per memory id 0..N, slots in list order
+    memory_id_is_valid: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A successful run: the snapshot after ``plan()`` returned."""
+
+    after: Snapshot
+
+
+@dataclass(frozen=True)
+class Raised:
+    """A run whose ``plan()`` raised; ``failing_slot`` is the first tensor, in upstream's
+    visiting order (size descending, stable), that did not end up in the state."""
+
+    error: BaseException
+    before: Snapshot
+    after: Snapshot
+    failing_slot: int
+
+
+Outcome = Planned | Raised
+
+
+@dataclass
+class BuiltProblem:
+    """Fresh upstream objects for one Case, ready to plan."""
+
+    algo: MemoryPlanningAlgo
+    state: MemoryPlanningState
+    constraints: MemConstraints
+    preplaced_specs: list[TensorSpec]
+    specs: list[TensorSpec]
+    all_specs: list[TensorSpec] = field(init=False)  # indexed by slot
+
+    def __post_init__(self) -> None:
+        self.all_specs = self.preplaced_specs + self.specs
+
+    def snapshot(self) -> Snapshot:
+        slot_of = {id(spec): slot for slot, spec in enumerate(self.all_specs)}
+        return Snapshot(
+            placements=tuple((s.mem_id, s.mem_offset) for s in self.all_specs),
+            bufsizes=tuple(self.state.bufsizes),
+            allocated_buffers=tuple(
+                tuple(slot_of[id(s)] for s in buffers) for buffers in self.state.allocated_buffers
+            ),
+            memory_id_is_valid=tuple(self.algo.memory_id_is_valid),
+        )
+
+    def upstream_visiting_order(self) -> list[int]:
+        """Slots of the tensors to plan in the order upstream's plan() visits them."""
+        indices = sorted(
+            range(len(self.specs)), key=lambda i: self.specs[i].allocated_memory, reverse=True
+        )
+        return [len(self.preplaced_specs) + i for i in indices]
+
+    def first_unplaced_slot(self) -> int:
+        for slot in self.upstream_visiting_order():
+            if not self.state.is_placed(self.all_specs[slot]):
+                return slot
+        return -1
+
+
+def build_problem(algo_class: type[MemoryPlanningAlgo], case: Case) -> BuiltProblem:
+    """Fresh specs, state, constraints and algorithm instance for ``case``."""
+    memory_config = make_memory_config(case.memory_sizes, case.memory_alignments)
+    algo = algo_class(memory_config)
+    for mem_id in range(1, case.memory_count + 1):
+        algo.memory_id_is_valid[mem_id] = case.allowed_for(mem_id)
+    state = MemoryPlanningState(memory_config)
+    preplaced_specs = []
+    for placed in case.preplaced:
+        spec = make_spec(placed.size, placed.lifetime)
+        spec.mem_id = placed.mem_id
+        spec.mem_offset = placed.offset
+        state.place_spec(spec)  # upstream's own bookkeeping keeps bufsizes consistent
+        preplaced_specs.append(spec)
+    constraints = MemConstraints()
+    specs = []
+    for index, (size, lifetime) in enumerate(zip(case.sizes, case.lifetimes, strict=True)):
+        spec = make_spec(size, lifetime)
+        spec.mem_offset = case.incoming_offset_for(index)
+        for mem_id in sorted(case.blocked_for(index)):
+            constraints.add_mem_id_to_blocklist(spec, mem_id)
+        specs.append(spec)
+    return BuiltProblem(algo, state, constraints, preplaced_specs, specs)
+
+
+def capture_outcome(problem: BuiltProblem, planning: Callable[[], None]) -> Outcome:
+    """Run ``planning`` on ``problem`` and capture its effect or its exception."""
+    before = problem.snapshot()
+    try:
+        planning()
+    except Exception as error:  # noqa: BLE001 - the caller compares the exception
+        return Raised(error, before, problem.snapshot(), problem.first_unplaced_slot())
+    return Planned(problem.snapshot())
+
+
+SPEC_CONTAINERS = ("list", "dict", "iterator")
+
+
+def wrap_specs(specs: list[TensorSpec], container: str) -> Any:
+    """``specs`` as plan() may receive them: a list, a dict keyed by spec (as
+    plan_with_constraints passes them), or a one-shot iterator."""
+    if container == "list":
+        return list(specs)
+    if container == "dict":
+        return dict.fromkeys(specs)
+    assert container == "iterator", container
+    return iter(specs)
+
+
+def run_algorithm(
+    algo_class: type[MemoryPlanningAlgo], case: Case, container: str = "list"
+) -> Outcome:
+    """Run ``algo_class.plan`` on freshly built objects for ``case``."""
+    problem = build_problem(algo_class, case)
+    return capture_outcome(
+        problem,
+        lambda: problem.algo.plan(
+            wrap_specs(problem.specs, container), None, None, problem.state, problem.constraints
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def is_place_spec_assertion(error: BaseException) -> bool:
+    """True for the AssertionError of upstream's ``MemoryPlanningState.place_spec``."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return isinstance(error, AssertionError) and bool(frames) and frames[-1].name == "place_spec"
+
+
+def our_failing_slot(error: BaseException, case: Case) -> int:
+    """The slot of the tensor our plan() names as failing (from the core's PlanningError)."""
+    cause = error.__cause__
+    assert isinstance(cause, cadence_memplan.PlanningError), f"no PlanningError behind {error!r}"
+    return len(case.preplaced) + cause.tensor_index
+
+
+def assert_same_outcome(upstream: Outcome, ours: Outcome, case: Case) -> None:
+    """Ours must place every tensor like upstream, or fail where upstream fails."""
+    if isinstance(upstream, Planned):
+        if isinstance(ours, Raised):
+            pytest.fail(f"upstream planned but ours raised {ours.error!r}\ncase={case}")
+        assert ours.after.placements == upstream.after.placements, f"placements differ\ncase={case}"
+        assert ours.after.bufsizes == upstream.after.bufsizes, f"bufsizes differ\ncase={case}"
+        assert ours.after.allocated_buffers == upstream.after.allocated_buffers, (
+            f"allocated_buffers order differs\ncase={case}"
+        )
+        assert ours.after.memory_id_is_valid == upstream.after.memory_id_is_valid
+        return
+
+    upstream_error = upstream.error
+    if not (
+        isinstance(upstream_error, MemoryPlanningAlgoFailure)
+        or is_place_spec_assertion(upstream_error)
+    ):
+        raise AssertionError(f"upstream raised an unexpected error\ncase={case}") from upstream_error
+    if isinstance(ours, Planned):
+        pytest.fail(f"upstream raised {upstream_error!r} but ours planned\ncase={case}")
+    assert isinstance(ours.error, MemoryPlanningAlgoFailure), (
+        f"ours raised {ours.error!r}, expected MemoryPlanningAlgoFailure\ncase={case}"
+    )
+    # Same failing tensor, and the same kind of failure.
+    assert our_failing_slot(ours.error, case) == upstream.failing_slot, f"case={case}"
+    is_conflict = "would overlap" in str(ours.error)
+    assert is_conflict == isinstance(upstream_error, AssertionError), (
+        f"ours: {ours.error}\nupstream: {upstream_error!r}\ncase={case}"
+    )
+    assert_unchanged(ours)
+
+
+def assert_unchanged(raised: Raised) -> None:
+    """Our plan() must leave every spec and the state as they were when it raises."""
+    assert raised.after == raised.before, (
+        f"ours raised {raised.error!r} but changed specs or state:\n"
+        f"before={raised.before}\nafter={raised.after}"
+    )
+
+
+# --------------------------------------------------------------------------- validating
+
+
+def validate_slots(
+    case: Case,
+    placements: Sequence[tuple[int | None, int | None]],
+    memory_alignments: Sequence[int] | None = None,
+) -> str | None:
+    """``cadence_memplan.validate`` on every slot (pre-placed and planned) of a plan."""
+    lifetimes = [p.lifetime for p in case.preplaced] + list(case.lifetimes)
+    sizes = [p.size for p in case.preplaced] + list(case.sizes)
+    return cadence_memplan.validate(
+        [start for start, _ in lifetimes],
+        [end for _, end in lifetimes],
+        sizes,
+        [mem_id for mem_id, _ in placements],
+        [offset for _, offset in placements],
+        case.memory_sizes,
+        case.memory_alignments if memory_alignments is None else memory_alignments,
+    )
+
+
+def assert_valid_plan(case: Case, placements: Sequence[tuple[int | None, int | None]]) -> None:
+    """Fail with the validator's message unless the plan is valid.
+
+    When the case hands in unaligned offsets (pre-placed tensors or kept incoming offsets),
+    alignment cannot hold, so only bounds and overlaps are checked."""
+    alignments = None if case.offsets_given_are_aligned() else [1] * case.memory_count
+    problem = validate_slots(case, placements, alignments)
+    if problem is not None:
+        pytest.fail(f"invalid plan: {problem}\nplacements={placements}\ncase={case}")
+
+
+# --------------------------------------------------------------------------- array API
+
+
+def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.Plan:
+    """The same problem through ``cadence_memplan.plan``."""
+    blocked = np.array(
+        [
+            [mem_id in case.blocked_for(i) for mem_id in range(1, case.memory_count + 1)]
+            for i in range(case.tensor_count)
+        ],
+        dtype=bool,
+    ).reshape(case.tensor_count, case.memory_count)
+    preplaced = cadence_memplan.Preplaced(
+        starts=[p.lifetime[0] for p in case.preplaced],
+        ends=[p.lifetime[1] for p in case.preplaced],
+        sizes=[p.size for p in case.preplaced],
+        mem_ids=[p.mem_id for p in case.preplaced],
+        offsets=[p.offset for p in case.preplaced],
+    )
+    return cadence_memplan.plan(
+        [start for start, _ in case.lifetimes],
+        [end for _, end in case.lifetimes],
+        list(case.sizes),
+        case.memory_sizes,
+        case.memory_alignments,
+        algorithm=algorithm,
+        blocked=blocked,
+        allowed=np.array([case.allowed_for(m) for m in range(1, case.memory_count + 1)], dtype=bool),
+        preplaced=preplaced,
+        incoming_offsets=[
+            -1 if case.incoming_offset_for(i) is None else case.incoming_offset_for(i)
+            for i in range(case.tensor_count)
+        ],
+    )
+
+
+def assert_array_api_agrees(case: Case, algorithm: str, upstream: Outcome) -> None:
+    """``cadence_memplan.plan`` must give upstream's plan, or fail on the same tensor."""
+    if isinstance(upstream, Raised):
+        with pytest.raises(cadence_memplan.PlanningError) as raised:
+            plan_with_array_api(case, algorithm)
+        assert len(case.preplaced) + raised.value.tensor_index == upstream.failing_slot
+        return
+    result = plan_with_array_api(case, algorithm)
+    planned = upstream.after.placements[len(case.preplaced) :]
+    assert result.mem_ids.tolist() == [mem_id for mem_id, _ in planned], f"case={case}"
+    assert result.offsets.tolist() == [offset for _, offset in planned], f"case={case}"
+    assert tuple(result.bufsizes.tolist()) == upstream.after.bufsizes, f"case={case}"
+    assert tuple(tuple(order.tolist()) for order in result.memory_order) == (
+        upstream.after.allocated_buffers
+    ), f"case={case}"
+
+
+# --------------------------------------------------------------------------- generating
+
+
+class Chooser(Protocol):
+    """The random choices a case generator makes; backed by hypothesis or by random.Random."""
+
+    def integer(self, low: int, high: int) -> int: ...  # inclusive
+    def choice(self, options: Sequence[Any]) -> Any: ...
+    def chance(self, probability: float) -> bool: ...
+
+
+class RandomChooser:
+    def __init__(self, rng: Any) -> None:
+        self._rng = rng
+
+    def integer(self, low: int, high: int) -> int:
+        return self._rng.randint(low, high)
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        return self._rng.choice(list(options))
+
+    def chance(self, probability: float) -> bool:
+        return self._rng.random() < probability
+
+
+class HypothesisChooser:
+    def __init__(self, draw: Callable[[Any], Any]) -> None:
+        from hypothesis import strategies as st
+
+        self._draw = draw
+        self._st = st
+
+    def integer(self, low: int, high: int) -> int:
+        return self._draw(self._st.integers(low, high))
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        return self._draw(self._st.sampled_from(list(options)))
+
+    def chance(self, probability: float) -> bool:
+        # Shrinks towards False (the simpler case).
+        return self._draw(self._st.integers(0, 999)) >= round(1000 * (1 - probability))
+
+
+def generate_lifetime(choose: Chooser, earlier: list[tuple[int, int]], horizon: int) -> tuple[int, int]:
+    """Ordinary, empty (start > end >= 0), identical to or touching an earlier lifetime."""
+    kind = choose.choice(["ordinary"] * 5 + ["empty", "identical", "touching", "adjacent"])
+    if kind in ("identical", "touching", "adjacent") and earlier:
+        start, end = choose.choice(earlier)
+        if kind == "identical":
+            return (start, end)
+        if kind == "touching":  # shares exactly node `end` (lifetimes are inclusive)
+            return (end, end + choose.integer(0, 4))
+        return (end + 1, end + 1 + choose.integer(0, 4))  # next to it, no shared node
+    if kind == "empty":
+        end = choose.integer(0, horizon)
+        return (end + choose.integer(1, 3), end)
+    start = choose.integer(0, horizon)
+    return (start, start + choose.integer(0, max(0, horizon // 2)))
+
+
+def generate_size(choose: Chooser, tie_pool: Sequence[int]) -> int:
+    kind = choose.choice(["zero", "tie", "tie", "any", "any", "any"])
+    if kind == "zero":
+        return 0
+    if kind == "tie":
+        return choose.choice(tie_pool)
+    return choose.integer(1, 300)
+
+
+def generate_preplaced(
+    choose: Chooser,
+    memory_sizes: Sequence[int],
+    memory_alignments: Sequence[int],
+    horizon: int,
+    count: int,
+) -> list[PreplacedTensor]:
+    """Non-overlapping tensors inside their memories, in a random or offset-sorted order."""
+    placed: list[PreplacedTensor] = []
+    lifetimes: list[tuple[int, int]] = []
+    for _ in range(count):
+        mem_id = choose.integer(1, len(memory_sizes))
+        memory_size, alignment = memory_sizes[mem_id - 1], memory_alignments[mem_id - 1]
+        size = choose.integer(0, min(200, memory_size))
+        lifetime = generate_lifetime(choose, lifetimes, horizon)
+        slots = (memory_size - size) // alignment
+        offset = choose.integer(0, slots) * alignment
+        if choose.chance(0.15):  # an unaligned pre-placed offset, upstream accepts it
+            offset = choose.integer(0, memory_size - size)
+        candidate = PreplacedTensor(lifetime, size, mem_id, offset)
+        if not any(preplaced_conflict(candidate, other) for other in placed):
+            placed.append(candidate)
+            lifetimes.append(lifetime)
+    if choose.chance(0.6):  # the order upstream's heuristic keeps lists in after a placement
+        placed.sort(key=lambda p: p.offset)
+    return placed
+
+
+def intervals_overlap(lhs: tuple[int, int], rhs: tuple[int, int]) -> bool:
+    """Inclusive intervals; an empty interval (start > end) overlaps nothing."""
+    if lhs[0] > lhs[1] or rhs[0] > rhs[1]:
+        return False
+    return lhs[0] <= rhs[1] and rhs[0] <= lhs[1]
+
+
+def preplaced_conflict(lhs: PreplacedTensor, rhs: PreplacedTensor) -> bool:
+    return (
+        lhs.mem_id == rhs.mem_id
+        and intervals_overlap(lhs.lifetime, rhs.lifetime)
+        and intervals_overlap(
+            (lhs.offset, lhs.offset + lhs.size - 1), (rhs.offset, rhs.offset + rhs.size - 1)
+        )
+    )
+
+
+def generate_case(choose: Chooser, max_tensors: int = 40) -> Case:
+    """A random problem: 1-4 memories sized to force spills (and sometimes failure)."""
+    memory_count = choose.integer(1, 4)
+    memory_alignments = tuple(choose.choice(ALIGNMENT_CHOICES) for _ in range(memory_count))
+    tensor_count = choose.integer(0, max_tensors)
+    horizon = choose.integer(0, 3 * tensor_count + 2)
+    tie_pool = [choose.integer(1, 300) for _ in range(3)]
+    sizes: list[int] = []
+    lifetimes: list[tuple[int, int]] = []
+    for _ in range(tensor_count):
+        sizes.append(generate_size(choose, tie_pool))
+        lifetimes.append(generate_lifetime(choose, lifetimes, horizon))
+
+    # Sized relative to the total demand: small fast memories, a last one that is usually
+    # but not always big enough.
+    demand = sum(sizes) + tensor_count * max(memory_alignments)
+    memory_sizes = []
+    for mem_id in range(1, memory_count + 1):
+        fraction = choose.choice([0.05, 0.1, 0.25, 0.5, 1.0])
+        if mem_id == memory_count and choose.chance(0.8):
+            fraction = choose.choice([0.5, 1.0, 2.0])
+        memory_sizes.append(max(1, int(demand * fraction)) + choose.integer(0, 64))
+
+    blocked: tuple[frozenset[int], ...] = ()
+    if choose.chance(0.3):
+        blocked = tuple(
+            frozenset(m for m in range(1, memory_count + 1) if choose.chance(0.2))
+            for _ in range(tensor_count)
+        )
+    allowed: tuple[bool, ...] = ()
+    if choose.chance(0.2):
+        allowed = tuple(choose.chance(0.7) for _ in range(memory_count))
+    preplaced: tuple[PreplacedTensor, ...] = ()
+    if choose.chance(0.35):
+        preplaced = tuple(
+            generate_preplaced(
+                choose, memory_sizes, memory_alignments, horizon, choose.integer(1, 6)
+            )
+        )
+    incoming: tuple[int | None, ...] = ()
+    if choose.chance(0.3):
+        alignment_lcm = math.lcm(*memory_alignments)
+        any_offset = choose.chance(0.3)  # unaligned offsets too: then alignment is not checked
+        incoming = tuple(
+            (
+                choose.integer(0, max(memory_sizes))
+                if any_offset
+                else choose.integer(0, 3) * alignment_lcm
+            )
+            if choose.chance(0.5)
+            else None
+            for _ in range(tensor_count)
+        )
+    return Case(
+        memory_sizes=tuple(memory_sizes),
+        memory_alignments=memory_alignments,
+        lifetimes=tuple(lifetimes),
+        sizes=tuple(sizes),
+        blocked=blocked,
+        allowed=allowed,
+        preplaced=preplaced,
+        incoming_offsets=incoming,
+    )
