@@ -7,10 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
-from executorch.backends.cadence.aot.utils import MemoryConfig  # noqa: E402
-from executorch.exir.tensor import TensorSpec  # noqa: E402
-
-from cadence_memplan.synthetic import SyntheticGraph  # noqa: E402
+from cadence_memplan.synthetic import SyntheticGraph
+from executorch.backends.cadence.aot.utils import MemoryConfig
+from executorch.exir.tensor import TensorSpec
 
 # A Cadence-like hierarchy: small fast memory, then bigger, slower ones.
 MEMORY_SIZES = [256 << 10, 4 << 20, 1 << 30]
@@ -24,7 +23,7 @@ def memory_config() -> MemoryConfig:
 def tensor_specs(graph: SyntheticGraph) -> list[TensorSpec]:
     """One uint8 TensorSpec per tensor, so that ``allocated_memory`` equals its size."""
     specs = []
-    for start, end, size in zip(*(column.tolist() for column in graph)):
+    for start, end, size in zip(*(column.tolist() for column in graph), strict=True):
         spec = TensorSpec(torch.uint8, torch.Size([size]))
         spec.alignment = 1
         spec.lifetime = [start, end]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
+import cadence_memplan
 import numpy as np
 import pytest
-
-import cadence_memplan
 from cadence_memplan import Preplaced, plan, validate
 
 GOOD = {
@@ -44,8 +43,16 @@ def test_result_arrays(algorithm):
     assert sorted(placed.tolist()) == [0, 1, 2]
     for mem_id, order in enumerate(result.memory_order):
         assert all(result.mem_ids[order] == mem_id)
-    assert validate(*(GOOD[k] for k in ("starts", "ends", "sizes")), result.mem_ids,
-                    result.offsets, GOOD["memory_sizes"], GOOD["memory_alignments"]) is None
+    assert (
+        validate(
+            *(GOOD[k] for k in ("starts", "ends", "sizes")),
+            result.mem_ids,
+            result.offsets,
+            GOOD["memory_sizes"],
+            GOOD["memory_alignments"],
+        )
+        is None
+    )
 
 
 def test_accepts_any_integer_dtype_and_lists():
@@ -75,7 +82,11 @@ BAD_INPUTS = [
     ({"memory_sizes": [64, 0]}, ValueError, "memory 2: size 0 is outside [1, 2^62]"),
     ({"memory_alignments": [16, 0]}, ValueError, "memory 2: alignment 0 is outside [1, 2^62]"),
     ({"memory_alignments": [16]}, ValueError, "memory_alignments has 1 entries, expected 2"),
-    ({"memory_sizes": [], "memory_alignments": []}, ValueError, "number of memories must be in 1..63"),
+    (
+        {"memory_sizes": [], "memory_alignments": []},
+        ValueError,
+        "number of memories must be in 1..63",
+    ),
     ({"memory_sizes": [64] * 64, "memory_alignments": [1] * 64}, ValueError, "1..63, got 64"),
     ({"algorithm": "best"}, ValueError, "algorithm must be one of"),
     ({"blocked": np.zeros((3, 3), dtype=bool)}, ValueError, "blocked must have shape"),
@@ -119,7 +130,9 @@ def test_planning_error_names_tensor_and_memories():
 
 
 def test_disallowed_memory_is_named_in_the_error():
-    with pytest.raises(cadence_memplan.PlanningError, match="memory 2 .*: not allowed in this call"):
+    with pytest.raises(
+        cadence_memplan.PlanningError, match=r"memory 2 .*: not allowed in this call"
+    ):
         call_plan(sizes=[10, 200, 30], allowed=[True, False])
 
 
@@ -132,7 +145,16 @@ def test_version_matches_metadata():
 # Each invalid plan below breaks exactly one rule; the valid twin fixes it.
 VALIDATOR_CASES = [
     # (starts, ends, sizes, mem_ids, offsets, memory_sizes, alignments, expected fragment)
-    ([0, 2], [2, 3], [16, 16], [1, 1], [0, 8], [64], [1], "tensor 0 .* and tensor 1 .* share bytes"),
+    (
+        [0, 2],
+        [2, 3],
+        [16, 16],
+        [1, 1],
+        [0, 8],
+        [64],
+        [1],
+        "tensor 0 .* and tensor 1 .* share bytes",
+    ),
     ([0, 3], [2, 4], [16, 16], [1, 1], [0, 8], [64], [1], None),  # lifetimes only touch at 2/3
     ([0, 2], [2, 3], [16, 16], [1, 2], [0, 8], [64, 64], [1, 1], None),  # different memories
     ([0], [2], [16], [1], [8], [64], [16], "tensor 0 .* is not aligned to 16 bytes"),

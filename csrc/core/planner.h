@@ -48,7 +48,8 @@ struct PlanRequest {
   // Empty, or one mask per tensor: the memory ids that tensor must not use.
   std::vector<MemoryMask> blocked;
   // The memory ids usable in this call (upstream's `memory_id_is_valid`).
-  MemoryMask allowed = ~MemoryMask{0} & ~MaskOf(0);
+  // Bits of ids that do not exist are ignored.
+  MemoryMask allowed = ~MemoryMask{0};
   // Tensors already in the memories. The order of a memory's tensors here is
   // its list order (upstream's `state.allocated_buffers[m]`).
   std::vector<PlacedTensor> placed;

@@ -1,5 +1,7 @@
 #include "validator.h"
 
+#include "str_cat.h"
+
 #include <algorithm>
 #include <iterator>
 #include <set>
@@ -19,28 +21,26 @@ std::string DescribeTensor(TensorIndex i, const Tensor& tensor, const Placement&
 
 std::string CheckBounds(TensorIndex i, const Tensor& tensor, const Placement& placement,
                         const std::vector<Memory>& memories) {
-  std::ostringstream out;
   const auto memory_count = static_cast<MemId>(memories.size());
-  if (tensor.size < 0) {
-    out << "tensor " << i << " has negative size " << tensor.size;
-  } else if (placement.mem_id < 1 || placement.mem_id > memory_count) {
-    out << "tensor " << i << " has mem_id " << placement.mem_id << ", not a memory id (1.."
-        << memory_count << ")";
-  } else if (placement.offset < 0) {
-    out << "tensor " << i << " has negative offset " << placement.offset;
-  } else {
-    const Memory& memory = memories[placement.mem_id - 1];
-    if (memory.alignment < 1) {
-      out << "memory " << placement.mem_id << " has alignment " << memory.alignment;
-    } else if (placement.offset % memory.alignment != 0) {
-      out << DescribeTensor(i, tensor, placement) << " is not aligned to "
-          << memory.alignment << " bytes";
-    } else if (SaturatingAdd(placement.offset, tensor.size) > memory.size) {
-      out << DescribeTensor(i, tensor, placement) << " ends past the memory's " << memory.size
-          << " bytes";
-    }
+  if (tensor.size < 0) return StrCat("tensor ", i, " has negative size ", tensor.size);
+  if (placement.mem_id < 1 || placement.mem_id > memory_count) {
+    return StrCat("tensor ", i, " has mem_id ", placement.mem_id, ", not a memory id (1..",
+                  memory_count, ")");
   }
-  return out.str();
+  if (placement.offset < 0) return StrCat("tensor ", i, " has negative offset ", placement.offset);
+  const Memory& memory = memories[placement.mem_id - 1];
+  if (memory.alignment < 1) {
+    return StrCat("memory ", placement.mem_id, " has alignment ", memory.alignment);
+  }
+  if (placement.offset % memory.alignment != 0) {
+    return StrCat(DescribeTensor(i, tensor, placement), " is not aligned to ", memory.alignment,
+                  " bytes");
+  }
+  if (SaturatingAdd(placement.offset, tensor.size) > memory.size) {
+    return StrCat(DescribeTensor(i, tensor, placement), " ends past the memory's ", memory.size,
+                  " bytes");
+  }
+  return "";
 }
 
 }  // namespace

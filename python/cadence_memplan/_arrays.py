@@ -63,14 +63,18 @@ def as_int64(name: str, values: Any) -> npt.NDArray[np.int64]:
     elif array.size == 0:
         return np.zeros(0, dtype=np.int64)
     elif array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers, got dtype {array.dtype} ({name}[0] = {array[0]!r})")
+        raise TypeError(
+            f"{name} must hold integers, got dtype {array.dtype} ({name}[0] = {array[0]!r})"
+        )
     elif array.dtype.kind == "u" and array.max() > _INT64_MAX:
         index = int(np.argmax(array > _INT64_MAX))
         raise ValueError(f"{name}[{index}] = {array[index]} does not fit in int64")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def blocked_masks(blocked: npt.ArrayLike, tensor_count: int, memory_count: int) -> npt.NDArray[np.uint64]:
+def blocked_masks(
+    blocked: npt.ArrayLike, tensor_count: int, memory_count: int
+) -> npt.NDArray[np.uint64]:
     """Turn a (tensors, memories) boolean matrix into one bit mask per tensor (bit m = memory id m)."""
     matrix = np.asarray(blocked)
     if matrix.dtype != np.bool_:
@@ -92,7 +96,9 @@ def allowed_mask(allowed: npt.ArrayLike | None, memory_count: int) -> int:
     if vector.dtype != np.bool_:
         raise TypeError(f"allowed must be a boolean array, got dtype {vector.dtype}")
     if vector.shape != (memory_count,):
-        raise ValueError(f"allowed must have one entry per memory ({memory_count}), got shape {vector.shape}")
+        raise ValueError(
+            f"allowed must have one entry per memory ({memory_count}), got shape {vector.shape}"
+        )
     return sum(1 << (index + 1) for index, ok in enumerate(vector.tolist()) if ok)
 
 
@@ -139,7 +145,9 @@ def plan(
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
     memory_count = len(memory_sizes_array)
     if not 1 <= memory_count <= _core.MAX_MEMORIES:
-        raise ValueError(f"the number of memories must be in 1..{_core.MAX_MEMORIES}, got {memory_count}")
+        raise ValueError(
+            f"the number of memories must be in 1..{_core.MAX_MEMORIES}, got {memory_count}"
+        )
     masks = (
         np.zeros(0, dtype=np.uint64)
         if blocked is None

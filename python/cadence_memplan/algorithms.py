@@ -39,7 +39,9 @@ def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any
     for index, spec in enumerate(specs):
         lifetime = spec.lifetime
         if lifetime is None or len(lifetime) != 2:
-            raise ValueError(f"{what} {index} has lifetime {lifetime!r}, expected [start, end]: {spec!r}")
+            raise ValueError(
+                f"{what} {index} has lifetime {lifetime!r}, expected [start, end]: {spec!r}"
+            )
         starts.append(lifetime[0])
         ends.append(lifetime[1])
         sizes.append(spec.allocated_memory)
@@ -83,7 +85,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         for index, spec in enumerate(placed):
             if id(spec) in seen:
                 raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
-        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids)):
+        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids, strict=True)):
             if spec.mem_id != mem_id:
                 raise ValueError(
                     f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
@@ -128,7 +130,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 f"  memory config: {self.memory_config}"
             ) from error
 
-        for spec, mem_id, offset in zip(specs, mem_ids.tolist(), offsets.tolist()):
+        for spec, mem_id, offset in zip(specs, mem_ids.tolist(), offsets.tolist(), strict=True):
             spec.mem_id = mem_id
             spec.mem_offset = offset
         everything = placed + specs
