@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import cadence_memplan
 import numpy as np
 import pytest
 import torch
@@ -35,8 +36,6 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 )
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
-
-import cadence_memplan
 
 ALIGNMENT_CHOICES = (1, 16, 37, 64)
 
@@ -293,7 +292,9 @@ def assert_same_outcome(upstream: Outcome, ours: Outcome, case: Case) -> None:
         isinstance(upstream_error, MemoryPlanningAlgoFailure)
         or is_place_spec_assertion(upstream_error)
     ):
-        raise AssertionError(f"upstream raised an unexpected error\ncase={case}") from upstream_error
+        raise AssertionError(
+            f"upstream raised an unexpected error\ncase={case}"
+        ) from upstream_error
     if isinstance(ours, Planned):
         pytest.fail(f"upstream raised {upstream_error!r} but ours planned\ncase={case}")
     assert isinstance(ours.error, MemoryPlanningAlgoFailure), (
@@ -376,7 +377,9 @@ def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.Plan:
         case.memory_alignments,
         algorithm=algorithm,
         blocked=blocked,
-        allowed=np.array([case.allowed_for(m) for m in range(1, case.memory_count + 1)], dtype=bool),
+        allowed=np.array(
+            [case.allowed_for(m) for m in range(1, case.memory_count + 1)], dtype=bool
+        ),
         preplaced=preplaced,
         incoming_offsets=[
             -1 if case.incoming_offset_for(i) is None else case.incoming_offset_for(i)
@@ -445,7 +448,9 @@ class HypothesisChooser:
         return self._draw(self._st.integers(0, 999)) >= round(1000 * (1 - probability))
 
 
-def generate_lifetime(choose: Chooser, earlier: list[tuple[int, int]], horizon: int) -> tuple[int, int]:
+def generate_lifetime(
+    choose: Chooser, earlier: list[tuple[int, int]], horizon: int
+) -> tuple[int, int]:
     """Ordinary, empty (start > end >= 0), identical to or touching an earlier lifetime."""
     kind = choose.choice(["ordinary"] * 5 + ["empty", "identical", "touching", "adjacent"])
     if kind in ("identical", "touching", "adjacent") and earlier:

@@ -18,20 +18,29 @@ SlotLayout::SlotLayout(const std::vector<Lifetime>& lifetimes) : lifetimes_(life
     return lifetimes_[a].start != lifetimes_[b].start ? lifetimes_[a].start < lifetimes_[b].start
                                                       : a < b;
   });
-  sorted_starts_.resize(count);
   leaf_of_slot_.resize(count);
-  for (int64_t leaf = 0; leaf < count; ++leaf) {
-    sorted_starts_[leaf] = lifetimes_[slot_of_leaf_[leaf]].start;
-    leaf_of_slot_[slot_of_leaf_[leaf]] = leaf;
+  for (int64_t leaf = 0; leaf < count; ++leaf) leaf_of_slot_[slot_of_leaf_[leaf]] = leaf;
+  constexpr int64_t kBucketSize = IntervalIndex::kBucketSize;
+  while (bucket_base_ * kBucketSize < count) bucket_base_ *= 2;
+  first_start_.assign(2 * bucket_base_, std::numeric_limits<Time>::max());
+  for (int64_t bucket = 0; bucket * kBucketSize < count; ++bucket) {
+    first_start_[bucket_base_ + bucket] = lifetimes_[slot_of_leaf_[bucket * kBucketSize]].start;
   }
-  while (leaf_base_ < count) leaf_base_ *= 2;
+  for (int64_t node = bucket_base_ - 1; node >= 1; --node) {
+    first_start_[node] = first_start_[2 * node];
+  }
 }
 
 void IntervalIndex::Insert(Slot slot) {
   const Lifetime& lifetime = layout_->lifetimes_[slot];
   if (lifetime.empty()) return;
-  if (max_end_.empty()) max_end_.assign(2 * layout_->leaf_base_, kNothing);
-  for (int64_t node = layout_->leaf_base_ + layout_->leaf_of_slot_[slot];
+  if (max_end_.empty()) {
+    end_of_leaf_.assign(layout_->lifetimes_.size(), kNothing);
+    max_end_.assign(2 * layout_->bucket_base_, kNothing);
+  }
+  const int64_t leaf = layout_->leaf_of_slot_[slot];
+  end_of_leaf_[leaf] = lifetime.end;
+  for (int64_t node = layout_->bucket_base_ + leaf / kBucketSize;
        node >= 1 && max_end_[node] < lifetime.end; node /= 2) {
     max_end_[node] = lifetime.end;
   }
@@ -39,25 +48,29 @@ void IntervalIndex::Insert(Slot slot) {
 
 void IntervalIndex::FindOverlapping(const Lifetime& query, std::vector<Slot>* out) const {
   if (max_end_.empty() || query.empty()) return;
-  // Leaves [0, prefix_end) are the lifetimes that start no later than the query ends.
-  const auto& starts = layout_->sorted_starts_;
-  const int64_t prefix_end = std::upper_bound(starts.begin(), starts.end(), query.end) - starts.begin();
-  Collect(1, 0, layout_->leaf_base_, prefix_end, query.start, out);
+  Collect(1, 0, layout_->bucket_base_, query, out);
 }
 
-void IntervalIndex::Collect(int64_t node, int64_t node_begin, int64_t node_end,
-                            int64_t prefix_end, Time query_start,
-                            std::vector<Slot>* out) const {
-  if (node_begin >= prefix_end || max_end_[node] == kNothing || max_end_[node] < query_start) {
+void IntervalIndex::Collect(int64_t node, int64_t first_bucket, int64_t bucket_count,
+                            const Lifetime& query, std::vector<Slot>* out) const {
+  if (max_end_[node] == kNothing || max_end_[node] < query.start ||
+      layout_->first_start_[node] > query.end) {
     return;
   }
-  if (node_end - node_begin == 1) {
-    out->push_back(layout_->slot_of_leaf_[node_begin]);
+  if (bucket_count == 1) {
+    const int64_t begin = first_bucket * kBucketSize;
+    const int64_t end = std::min(begin + kBucketSize, layout_->size());
+    for (int64_t leaf = begin; leaf < end; ++leaf) {
+      const Slot slot = layout_->slot_of_leaf_[leaf];
+      // Starts ascend within a bucket: past the query's end, nothing can overlap.
+      if (layout_->lifetimes_[slot].start > query.end) break;
+      if (end_of_leaf_[leaf] != kNothing && end_of_leaf_[leaf] >= query.start) out->push_back(slot);
+    }
     return;
   }
-  const int64_t middle = node_begin + (node_end - node_begin) / 2;
-  Collect(2 * node, node_begin, middle, prefix_end, query_start, out);
-  Collect(2 * node + 1, middle, node_end, prefix_end, query_start, out);
+  const int64_t half = bucket_count / 2;
+  Collect(2 * node, first_bucket, half, query, out);
+  Collect(2 * node + 1, first_bucket + half, half, query, out);
 }
 
 }  // namespace cadence_memplan

@@ -10,8 +10,11 @@
 // starts, so the index is a static, perfectly balanced tree over those
 // lifetimes sorted by start, augmented with the maximum end of the inserted
 // lifetimes below each node (the augmented interval tree of XLA's heap
-// simulator, without rebalancing). A query for [s, e] visits only the prefix of
-// lifetimes with start <= e and prunes every subtree whose max end is < s.
+// simulator, without rebalancing). A query for [s, e] prunes every subtree
+// whose first start is > e or whose max end is < s.
+// The tree's leaves are buckets of kBucketSize consecutive lifetimes, scanned
+// linearly: the tensors overlapping a query mostly start close together, so
+// a few short scans replace many tree nodes.
 // Lifetimes are inclusive [start, end]; empty ones (start > end) are never
 // stored and never reported.
 #pragma once
@@ -38,14 +41,18 @@ class SlotLayout {
  private:
   friend class IntervalIndex;
   std::vector<Lifetime> lifetimes_;
-  std::vector<Time> sorted_starts_;  // Leaf i holds the i-th start in order.
-  std::vector<Slot> slot_of_leaf_;
+  std::vector<Slot> slot_of_leaf_;  // Leaf i holds the i-th lifetime by start.
   std::vector<int64_t> leaf_of_slot_;
-  int64_t leaf_base_ = 1;  // Number of leaves, rounded up to a power of two.
+  int64_t bucket_base_ = 1;  // Number of buckets, rounded up to a power of two.
+  // first_start_[node]: smallest start under a node of the bucket tree (see
+  // IntervalIndex::max_end_), or +infinity under a node past the last leaf.
+  std::vector<Time> first_start_;
 };
 
 class IntervalIndex {
  public:
+  static constexpr int64_t kBucketSize = 16;
+
   // The index starts empty; `layout` must outlive it.
   explicit IntervalIndex(const SlotLayout& layout) : layout_(&layout) {}
 
@@ -57,13 +64,15 @@ class IntervalIndex {
   void FindOverlapping(const Lifetime& query, std::vector<Slot>* out) const;
 
  private:
-  void Collect(int64_t node, int64_t node_begin, int64_t node_end, int64_t prefix_end,
-               Time query_start, std::vector<Slot>* out) const;
+  void Collect(int64_t node, int64_t first_bucket, int64_t bucket_count, const Lifetime& query,
+               std::vector<Slot>* out) const;
 
   const SlotLayout* layout_;
-  // max_end_[node] = largest end among inserted leaves under node, or
-  // kNothing. Allocated on the first insertion, so an unused memory costs
-  // nothing.
+  // Both are allocated on the first insertion, so an unused memory costs
+  // nothing. end_of_leaf_[leaf] = end of the inserted lifetime, or kNothing.
+  std::vector<Time> end_of_leaf_;
+  // Heap-ordered tree over buckets (root 1, children 2i and 2i + 1):
+  // max_end_[node] = largest end inserted under node, or kNothing.
   std::vector<Time> max_end_;
 };
 
