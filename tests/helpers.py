@@ -6,7 +6,7 @@ a fresh ``MemoryPlanningState`` and fresh ``MemConstraints`` from it, so the ups
 run and our run start from identical, independent objects.
 
 Slots: outcomes name tensors by *slot*, the numbering of the array API's
-``Plan.memory_order``: slots ``0..len(preplaced)-1`` are the already-placed tensors in
+``PlanResult.memory_order``: slots ``0..len(preplaced)-1`` are the already-placed tensors in
 the order they were put into ``state.allocated_buffers``, slot ``len(preplaced) + i``
 is tensor ``i`` of ``Case.sizes``.
 """
@@ -353,7 +353,7 @@ def assert_valid_plan(case: Case, placements: Sequence[tuple[int | None, int | N
 # --------------------------------------------------------------------------- array API
 
 
-def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.Plan:
+def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.PlanResult:
     """The same problem through ``cadence_memplan.plan``."""
     blocked = np.array(
         [

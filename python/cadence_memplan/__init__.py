@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
-from ._arrays import ALGORITHMS, Algorithm, Plan, Preplaced, plan, validate
+from ._arrays import ALGORITHMS, Algorithm, PlanResult, Preplaced, plan, validate
 from ._core import MAX_MEMORIES, PlanningError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ __all__ = [
     "MAX_MEMORIES",
     "Algorithm",
     "GreedyWithHeuristic",
-    "Plan",
+    "PlanResult",
     "PlanningError",
     "PositionBasedGreedyWithHierarchy",
     "Preplaced",

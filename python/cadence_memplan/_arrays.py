@@ -33,7 +33,7 @@ class Preplaced(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Plan:
+class PlanResult:
     """Where :func:`plan` put each tensor.
 
     ``bufsizes`` and ``memory_order`` are indexed by memory id ``0..N`` like
@@ -118,7 +118,7 @@ def plan(
     preplaced: Preplaced | None = None,
     incoming_offsets: npt.ArrayLike | None = None,
     keep_incoming_offset: bool = True,
-) -> Plan:
+) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do.
 
     Tensor ``i`` lives over the inclusive node range ``[starts[i], ends[i]]`` (empty when
@@ -167,7 +167,7 @@ def plan(
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
     )
-    return Plan(mem_ids, offsets, bufsizes, tuple(memory_order))
+    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order))
 
 
 def validate(
