@@ -56,7 +56,9 @@ class IntervalIndex {
   // The index starts empty; `layout` must outlive it.
   explicit IntervalIndex(const SlotLayout& layout) : layout_(&layout) {}
 
-  // Adds a slot. Empty lifetimes are ignored: they overlap nothing.
+  // Adds a slot. Empty lifetimes are ignored: they overlap nothing. A lifetime
+  // ending at INT64_MIN is not supported (the index uses it as "nothing");
+  // the planner only passes non-negative times.
   void Insert(Slot slot);
 
   // Appends to `out` every inserted slot whose lifetime overlaps `query`, in
