@@ -177,3 +177,22 @@ def test_validator(starts, ends, sizes, mem_ids, offsets, memory_sizes, alignmen
     else:
         assert problem is not None
         assert re.search(expected, problem), problem
+
+
+def test_package_ships_type_information():
+    """py.typed and the extension's stub are installed, and the stub covers the extension."""
+    import ast
+    from importlib.resources import files
+
+    from cadence_memplan import _core
+
+    package = files("cadence_memplan")
+    assert package.joinpath("py.typed").is_file()
+    stub = ast.parse(package.joinpath("_core.pyi").read_text())
+    declared = {
+        node.name if not isinstance(node, ast.AnnAssign) else node.target.id
+        for node in stub.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AnnAssign))
+    }
+    public = {name for name in dir(_core) if not name.startswith("_")}
+    assert declared == public
