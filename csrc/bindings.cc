@@ -114,10 +114,20 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
                                      placed_offsets.at(j)}};
   }
 
+  // Ctrl-C: Python runs signal handlers only in the main thread and only
+  // with the GIL, so take it back now and then to let them run. A handler
+  // that raises (KeyboardInterrupt) leaves its exception set; Interrupted
+  // then unwinds the core and error_already_set re-raises that exception.
+  request.interrupted = [] {
+    py::gil_scoped_acquire acquire;
+    return PyErr_CheckSignals() != 0;
+  };
   cm::PlanResult result;
-  {
+  try {
     py::gil_scoped_release release;
     result = cm::Plan(request, algo);
+  } catch (const cm::Interrupted&) {
+    throw py::error_already_set();
   }
 
   const size_t count = result.placements.size();

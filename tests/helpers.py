@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import cadence_memplan
 import numpy as np
 import pytest
 import torch
@@ -36,6 +35,8 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 )
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
+
+import cadence_memplan
 
 ALIGNMENT_CHOICES = (1, 16, 37, 64)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-import cadence_memplan
 import numpy as np
 import pytest
+
+import cadence_memplan
 from cadence_memplan import Preplaced, plan, validate
 
 GOOD = {

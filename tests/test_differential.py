@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-import cadence_memplan
 import pytest
 import torch
 from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
@@ -40,6 +39,8 @@ from helpers import (
 )
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+
+import cadence_memplan
 
 ALGORITHMS = ("position", "heuristic")
 SWEEP_SEEDS = range(400)

@@ -140,12 +140,19 @@ class Planner {
   }
 
   PlanResult Run() {
+    PollInterrupted();  // Building the index sorts every lifetime: poll after it.
     std::vector<TensorIndex> order(request_.tensors.size());
     std::iota(order.begin(), order.end(), TensorIndex{0});
     std::stable_sort(order.begin(), order.end(), [&](TensorIndex a, TensorIndex b) {
       return request_.tensors[a].size > request_.tensors[b].size;
     });
+    PollInterrupted();
+    int64_t until_interrupt_check = kInterruptCheckInterval;
     for (TensorIndex i : order) {
+      if (--until_interrupt_check == 0) {
+        until_interrupt_check = kInterruptCheckInterval;
+        PollInterrupted();
+      }
       slot_size_[placed_count_ + i] = request_.tensors[i].size;
       const Placement placement = algorithm_ == Algorithm::kPositionBasedGreedy
                                       ? PlacePositionBased(i)
@@ -175,6 +182,10 @@ class Planner {
     for (const PlacedTensor& placed : request.placed) lifetimes.push_back(placed.tensor.lifetime);
     for (const Tensor& tensor : request.tensors) lifetimes.push_back(tensor.lifetime);
     return lifetimes;
+  }
+
+  void PollInterrupted() const {
+    if (request_.interrupted && request_.interrupted()) throw Interrupted();
   }
 
   void AddToMemory(Slot slot, MemId mem_id, Offset offset) {

@@ -29,6 +29,7 @@
 //     2^53 bytes; this core is exact everywhere.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,7 +59,14 @@ struct PlanRequest {
   std::vector<Offset> incoming_offsets;
   // Reproduce upstream's "keep the incoming offset" quirk (see above).
   bool keep_incoming_offset = true;
+  // Polled every kInterruptCheckInterval placements; returning true abandons
+  // the plan with Interrupted. Lets a caller honour Ctrl-C in a long plan.
+  std::function<bool()> interrupted;
 };
+
+// Placements between two polls of PlanRequest::interrupted: about ten
+// milliseconds of planning, so a poll costs nothing measurable.
+inline constexpr int64_t kInterruptCheckInterval = 4096;
 
 // Entries of PlanResult::memory_order: ids 0..placed.size()-1 name the
 // already-placed tensors, placed.size() + i names tensor i.
@@ -91,11 +99,17 @@ class PlanningFailure : public std::runtime_error {
   TensorIndex tensor_;
 };
 
+// PlanRequest::interrupted returned true; nothing was planned.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("planning was interrupted") {}
+};
+
 // Returns why `request` is not a valid input, or "" when it is.
 std::string CheckRequest(const PlanRequest& request);
 
-// Plans every tensor of `request`. Throws InvalidInput (CheckRequest failed)
-// or PlanningFailure. Deterministic: the result depends only on the request.
+// Plans every tensor of `request`. Throws InvalidInput (CheckRequest failed),
+// PlanningFailure or Interrupted. Deterministic: the result depends only on the request.
 PlanResult Plan(const PlanRequest& request, Algorithm algorithm);
 
 }  // namespace cadence_memplan

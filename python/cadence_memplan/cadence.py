@@ -1,0 +1,306 @@
+"""Drop-in replacement for executorch's ``CadenceMemoryPlanning``, planned by the C++ core.
+
+:class:`CadenceMemoryPlanning` is upstream's class (executorch 1.5.x,
+``backends/cadence/aot/memory_planning.py``) with its two placers swapped for ours. Planning
+still runs through exir's ``MemoryPlanningPass`` and is followed by upstream's
+``SimplifyIdmaOpsPass``, both upstream's own code; constraint generation (pinned specs,
+relative placements for cat/slice/select/idma/view, blocklists) is upstream's too. Switch
+by changing one import::
+
+    from cadence_memplan.cadence import CadenceMemoryPlanning
+    ExecutorchBackendConfig(memory_planning_pass=CadenceMemoryPlanning(memory_config, mode, 0))
+
+Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
+constructor instead of failing (or planning garbage) mid-compile, and a run that fails
+puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were.
+
+The module also keeps the seed-era function API (``position_based_greedy_with_hierarchy``,
+``greedy_by_size_for_offset_calculation_with_hierarchy``) for callers that plan a graph
+module directly and want only the buffer sizes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass, MemConstraints
+from executorch.backends.cadence.aot.memory_planning import (
+    CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
+)
+from executorch.backends.cadence.aot.memory_planning_algo import (
+    MemoryPlanningAlgo,
+    MemoryPlanningState,
+)
+from executorch.backends.cadence.aot.pass_utils import CompileMode
+from executorch.backends.cadence.aot.utils import MemoryConfig
+from executorch.exir.memory_planning import collect_specs_from_nodes
+from executorch.exir.tensor import TensorSpec
+from torch.export.exported_program import ExportGraphSignature
+from torch.fx.passes.infra.pass_base import PassResult
+
+from . import _core
+from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+
+__all__ = [
+    "MEM_ALGOS",
+    "CadenceMemoryPlanning",
+    "check_memory_config",
+    "greedy_by_size_for_offset_calculation_with_hierarchy",
+    "position_based_greedy_with_hierarchy",
+]
+
+# Indexed by the ``mem_algo`` argument, in upstream's order.
+MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
+    PositionBasedGreedyWithHierarchy,
+    GreedyWithHeuristic,
+)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_memory_config(memory_config: MemoryConfig) -> None:
+    """Raise ``ValueError`` unless ``memory_config`` describes memories the placers can use.
+
+    Upstream checks nothing here: a zero or negative size or alignment, or lists of
+    different lengths, surface mid-compile as an ``AssertionError``, an ``IndexError``,
+    a ``ZeroDivisionError`` or a plan nobody can run.
+    """
+    sizes = memory_config.memory_sizes
+    if not isinstance(sizes, Sequence) or not 1 <= len(sizes) <= _core.MAX_MEMORIES:
+        raise ValueError(
+            f"memory_config.memory_sizes must list 1..{_core.MAX_MEMORIES} memories, got {sizes!r}"
+        )
+    for index, size in enumerate(sizes):
+        if not _is_integer(size) or size <= 0:
+            raise ValueError(
+                f"memory_config.memory_sizes[{index}] (memory id {index + 1}) must be a"
+                f" positive integer, got {size!r}"
+            )
+    alignments = memory_config.memory_alignments
+    if alignments is None:
+        raise ValueError("memory_config.memory_alignments must be set (MemoryConfig sets it)")
+    # Names and base addresses are only printed, but print_memory_planning_info indexes
+    # them per memory, so a short list fails only after the whole compile.
+    per_memory = {
+        "memory_alignments": alignments,
+        "memory_names": memory_config.memory_names,
+        "base_addrs": memory_config.base_addrs,
+    }
+    for name, values in per_memory.items():
+        if values is not None and len(values) != len(sizes):
+            raise ValueError(
+                f"memory_config.{name} has {len(values)} entries but memory_sizes has"
+                f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
+            )
+    for index, alignment in enumerate(alignments):
+        if not _is_integer(alignment) or alignment <= 0:
+            raise ValueError(
+                f"memory_config.memory_alignments[{index}] (memory id {index + 1}) must be a"
+                f" positive integer, got {alignment!r}"
+            )
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+def _graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
+    """Every TensorSpec in the node metadata of ``graph_module`` and its submodules."""
+    for module in graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            specs = node.meta.get("spec")
+            for spec in specs if isinstance(specs, (list, tuple)) else (specs,):
+                if isinstance(spec, TensorSpec):
+                    yield spec
+
+
+def _copy_lifetime(lifetime: Any) -> Any:
+    return list(lifetime) if isinstance(lifetime, list) else lifetime
+
+
+class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
+    """Upstream's ``CadenceMemoryPlanning`` with the placement done by the C++ core.
+
+    Same constructor: ``memory_config``, ``mode``, ``mem_algo`` (0: first fit,
+    :class:`~cadence_memplan.PositionBasedGreedyWithHierarchy`; 1: best fit,
+    :class:`~cadence_memplan.GreedyWithHeuristic`), ``alloc_graph_input``,
+    ``alloc_graph_output``, ``additional_constraint_gen_passes``. Same ``__call__`` and
+    ``run`` (exir's ``MemoryPlanningPass``, then upstream's ``SimplifyIdmaOpsPass``), so it
+    goes in ``ExecutorchBackendConfig(memory_planning_pass=...)`` and gives upstream's
+    placements byte for byte.
+    """
+
+    def __init__(
+        self,
+        memory_config: MemoryConfig,
+        mode: CompileMode,
+        mem_algo: int,
+        alloc_graph_input: bool = True,
+        alloc_graph_output: bool = True,
+        additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None = None,
+    ) -> None:
+        check_memory_config(memory_config)
+        # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
+        if not _is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
+            raise ValueError(
+                f"mem_algo must be 0 (position-based) or 1 (heuristic), got {mem_algo!r}"
+            )
+        super().__init__(
+            memory_config,
+            mode,
+            mem_algo,
+            alloc_graph_input,
+            alloc_graph_output,
+            additional_constraint_gen_passes,
+        )
+
+    @staticmethod
+    def get_mem_algos(
+        memory_config: MemoryConfig,
+        mode: CompileMode,
+        alloc_graph_input: bool,
+        alloc_graph_output: bool,
+        additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None,
+    ) -> list[MemoryPlanningAlgo]:
+        """Our placers, in upstream's ``mem_algo`` order; upstream's __init__ picks one."""
+        return [
+            algo_class(
+                memory_config=memory_config,
+                mode=mode,
+                alloc_graph_input=alloc_graph_input,
+                alloc_graph_output=alloc_graph_output,
+                additional_constraint_gen_passes=additional_constraint_gen_passes,
+            )
+            for algo_class in MEM_ALGOS
+        ]
+
+    def run(
+        self,
+        graph_module: torch.fx.GraphModule,
+        graph_signature: ExportGraphSignature | None = None,
+    ) -> PassResult:
+        """Upstream's run(); if it raises, every spec's placement and lifetime is put back.
+
+        Upstream places pinned specs and resolves relative placements before the last
+        ``plan()`` call, so without this a failure would leave part of the graph placed.
+        """
+        # Lifetime lists are shared between specs and also changed in place, so keep the
+        # list object (to restore the sharing) and a copy of what it held.
+        saved = [
+            (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
+            for spec in dict.fromkeys(_graph_specs(graph_module))
+        ]
+        try:
+            return super().run(graph_module, graph_signature)
+        except BaseException:
+            for spec, mem_id, mem_offset, lifetime, contents in saved:
+                if isinstance(lifetime, list):
+                    lifetime[:] = contents
+                spec.mem_id, spec.mem_offset, spec.lifetime = mem_id, mem_offset, lifetime
+            raise
+
+
+# --------------------------------------------------------------------------- seed-era API
+
+
+def _plan_graph_module(
+    algo_class: type[MemoryPlanningAlgo],
+    graph_module: torch.fx.GraphModule,
+    graph_signature: ExportGraphSignature | None,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+    memory_config: MemoryConfig,
+) -> list[int]:
+    check_memory_config(memory_config)
+    # The same selection as executorch 1.5.x's collect_specs_from_graph_module
+    # (collect_specs_from_nodes with the graph signature, constants left out,
+    # deduplicated, in node order).
+    specs = list(
+        collect_specs_from_nodes(
+            graph_module.graph.nodes,
+            graph_signature,
+            ignore_graph_input=not alloc_graph_input,
+            ignore_graph_output=not alloc_graph_output,
+        )
+    )
+    for index, spec in enumerate(specs):
+        lifetime = spec.lifetime
+        if lifetime is None or len(lifetime) != 2 or None in lifetime:
+            raise ValueError(
+                f"spec {index} has lifetime {lifetime!r}: compute lifetimes first"
+                f" (executorch.exir.memory_planning.update_all_tensors_lifetime): {spec!r}"
+            )
+    algo = algo_class(
+        memory_config,
+        alloc_graph_input=alloc_graph_input,
+        alloc_graph_output=alloc_graph_output,
+    )
+    state = MemoryPlanningState(memory_config)
+    # Seed-era planning knew no constraints: every collected spec is placed on its own.
+    constraints = MemConstraints(
+        alloc_graph_input=alloc_graph_input, alloc_graph_output=alloc_graph_output
+    )
+    algo.plan(specs, graph_module, graph_signature, state, constraints)
+    return list(state.bufsizes)
+
+
+def position_based_greedy_with_hierarchy(
+    graph_module: torch.fx.GraphModule,
+    alignment: int,
+    graph_signature: ExportGraphSignature | None,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+    *,
+    memory_config: MemoryConfig,
+) -> list[int]:
+    """Place every planned spec of ``graph_module`` first-fit; return bufsizes per memory id.
+
+    The seed-era function, run on the C++ core through
+    :class:`~cadence_memplan.PositionBasedGreedyWithHierarchy`. Specs are collected as
+    executorch 1.5.x's ``collect_specs_from_nodes`` does for upstream's
+    ``collect_specs_from_graph_module``, and must already have lifetimes. ``alignment`` is
+    unused, as in the seed: each memory's alignment comes from ``memory_config``, and
+    ``bufsizes[m]`` is memory m's end rounded up to it (index 0 is reserved, always 0).
+    Raises upstream's ``MemoryPlanningAlgoFailure`` (the seed raised ``MemoryError``) when
+    a spec fits nowhere, leaving every spec as it was.
+    """
+    del alignment  # Per-memory alignments come from memory_config.
+    return _plan_graph_module(
+        PositionBasedGreedyWithHierarchy,
+        graph_module,
+        graph_signature,
+        alloc_graph_input,
+        alloc_graph_output,
+        memory_config,
+    )
+
+
+def greedy_by_size_for_offset_calculation_with_hierarchy(
+    graph_module: torch.fx.GraphModule,
+    alignment: int,
+    graph_signature: ExportGraphSignature | None,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+    *,
+    memory_config: MemoryConfig,
+) -> list[int]:
+    """Place every planned spec of ``graph_module`` best-fit (arXiv 2001.03288); return bufsizes.
+
+    The seed-era function, run on the C++ core through
+    :class:`~cadence_memplan.GreedyWithHeuristic`; otherwise as
+    :func:`position_based_greedy_with_hierarchy`.
+    """
+    del alignment  # Per-memory alignments come from memory_config.
+    return _plan_graph_module(
+        GreedyWithHeuristic,
+        graph_module,
+        graph_signature,
+        alloc_graph_input,
+        alloc_graph_output,
+        memory_config,
+    )

@@ -1,0 +1,170 @@
+"""Reliability of the array API: interruption, threads, determinism, memory at scale."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import cadence_memplan
+from cadence_memplan.synthetic import synthetic_graph
+
+MEMORY_SIZES = [256 << 10, 4 << 20, 1 << 30]
+MEMORY_ALIGNMENTS = [16, 64, 64]
+
+
+def run_python(code: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True, **kwargs
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child on Windows")
+def test_ctrl_c_interrupts_a_long_plan():
+    # Three million tensors take tens of seconds to plan here; Ctrl-C must not wait for that.
+    child = run_python(
+        """
+        import sys, time
+        import cadence_memplan
+        from cadence_memplan.synthetic import synthetic_graph
+        graph = synthetic_graph(3_000_000)
+        print("planning", flush=True)
+        try:
+            cadence_memplan.plan(*graph, [1 << 40], [16])
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+        """
+    )
+    assert child.stdout.readline().strip() == "planning"
+    time.sleep(0.5)  # Let it get into the core.
+    signalled = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=60)
+    reaction = time.monotonic() - signalled
+    assert output.strip() == "interrupted"
+    assert child.returncode == 0
+    # Generous against a loaded CI machine; the core polls every few milliseconds.
+    assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
+
+
+def plan_graph(seed: int, algorithm: str) -> cadence_memplan.PlanResult:
+    graph = synthetic_graph(20_000, seed=seed)
+    return cadence_memplan.plan(*graph, MEMORY_SIZES, MEMORY_ALIGNMENTS, algorithm=algorithm)
+
+
+@pytest.mark.parametrize("algorithm", cadence_memplan.ALGORITHMS)
+def test_threads_plan_like_sequential_runs(algorithm):
+    seeds = range(4)
+    sequential = {seed: plan_graph(seed, algorithm) for seed in seeds}
+    concurrent: dict[int, cadence_memplan.PlanResult] = {}
+    barrier = threading.Barrier(len(seeds))
+
+    def work(seed: int) -> None:
+        barrier.wait()
+        concurrent[seed] = plan_graph(seed, algorithm)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in seeds]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for seed in seeds:
+        np.testing.assert_array_equal(concurrent[seed].mem_ids, sequential[seed].mem_ids)
+        np.testing.assert_array_equal(concurrent[seed].offsets, sequential[seed].offsets)
+        np.testing.assert_array_equal(concurrent[seed].bufsizes, sequential[seed].bufsizes)
+
+
+def test_gil_is_released_while_planning():
+    """A pure-Python thread keeps running while another thread plans in C++."""
+    stop = threading.Event()
+    ticks = [0]
+
+    def count() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        time.sleep(0.2)
+        calibration_start = ticks[0]
+        time.sleep(0.05)
+        ticks_in_50_ms = ticks[0] - calibration_start  # What the counter does in 50 ms.
+        graph = synthetic_graph(400_000)
+        before = ticks[0]
+        began = time.monotonic()
+        cadence_memplan.plan(*graph, [1 << 40], [16])
+        elapsed = time.monotonic() - began
+        during = ticks[0] - before
+    finally:
+        stop.set()
+        counter.join()
+    # Holding the GIL, the plan would leave the counter at most a thread switch (5 ms) or
+    # two of progress, and the plan itself lasts far longer than 50 ms.
+    assert elapsed > 0.1, "plan too short to tell"
+    assert during > ticks_in_50_ms, (during, ticks_in_50_ms, elapsed)
+
+
+def test_same_input_same_plan_across_processes():
+    code = """
+        import hashlib, cadence_memplan
+        from cadence_memplan.synthetic import synthetic_graph
+        digest = hashlib.sha256()
+        for algorithm in cadence_memplan.ALGORITHMS:
+            result = cadence_memplan.plan(
+                *synthetic_graph(30_000, seed=7), [1 << 18, 1 << 22, 1 << 30], [16, 64, 64],
+                algorithm=algorithm,
+            )
+            for array in (result.mem_ids, result.offsets, result.bufsizes, *result.memory_order):
+                digest.update(array.tobytes())
+        print(digest.hexdigest())
+    """
+    digests = set()
+    for hash_seed in ("0", "1", "random"):
+        child = run_python(code, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        output, _ = child.communicate(timeout=120)
+        assert child.returncode == 0
+        digests.add(output.strip())
+    in_process = hashlib.sha256()
+    for algorithm in cadence_memplan.ALGORITHMS:
+        result = cadence_memplan.plan(
+            *synthetic_graph(30_000, seed=7),
+            [1 << 18, 1 << 22, 1 << 30],
+            [16, 64, 64],
+            algorithm=algorithm,
+        )
+        for array in (result.mem_ids, result.offsets, result.bufsizes, *result.memory_order):
+            in_process.update(array.tobytes())
+    assert digests == {in_process.hexdigest()}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux only")
+def test_memory_per_tensor_is_bounded_at_a_million_tensors():
+    child = run_python(
+        """
+        import resource
+        import cadence_memplan
+        from cadence_memplan.synthetic import synthetic_graph
+        graph = synthetic_graph(1_000_000)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = cadence_memplan.plan(*graph, [256 << 10, 4 << 20, 1 << 30], [16, 64, 64])
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print((after - before) * 1024 / 1_000_000)
+        """
+    )
+    output, _ = child.communicate(timeout=300)
+    assert child.returncode == 0
+    bytes_per_tensor = float(output)
+    # Inputs, index and outputs need ~130 B per tensor; a quadratic or leaky structure
+    # would be far above this bound.
+    assert bytes_per_tensor < 400, bytes_per_tensor
