@@ -47,65 +47,54 @@ std::string CheckPlaced(const PlacedTensor& placed, const std::vector<Memory>& m
 }  // namespace
 
 std::string CheckRequest(const PlanRequest& request) {
-  std::ostringstream out;
   const auto memory_count = static_cast<int64_t>(request.memories.size());
   const auto tensor_count = static_cast<int64_t>(request.tensors.size());
   if (memory_count < 1 || memory_count > kMaxMemories) {
-    out << "the number of memories must be in 1.." << kMaxMemories << ", got " << memory_count;
-    return out.str();
+    return StrCat("the number of memories must be in 1..", kMaxMemories, ", got ", memory_count);
   }
   for (int64_t m = 0; m < memory_count; ++m) {
     const Memory& memory = request.memories[m];
     if (memory.size < 1 || memory.size > kMaxByteValue) {
-      out << "memory " << m + 1 << ": size " << memory.size << " is outside [1, 2^62]";
-      return out.str();
+      return StrCat("memory ", m + 1, ": size ", memory.size, " is outside [1, 2^62]");
     }
     if (memory.alignment < 1 || memory.alignment > kMaxByteValue) {
-      out << "memory " << m + 1 << ": alignment " << memory.alignment << " is outside [1, 2^62]";
-      return out.str();
+      return StrCat("memory ", m + 1, ": alignment ", memory.alignment, " is outside [1, 2^62]");
     }
   }
-  // Bits 1..N: the memory ids that exist.
-  const MemoryMask existing = (memory_count == 63 ? ~MemoryMask{0} : (MaskOf(static_cast<MemId>(memory_count + 1)) - 1)) &
-                              ~MaskOf(0);
   for (int64_t i = 0; i < tensor_count; ++i) {
     if (std::string problem = CheckTensor(request.tensors[i]); !problem.empty()) {
-      out << "tensor " << i << ": " << problem;
-      return out.str();
+      return StrCat("tensor ", i, ": ", problem);
     }
   }
   if (!request.blocked.empty()) {
     if (static_cast<int64_t>(request.blocked.size()) != tensor_count) {
-      out << "blocked has " << request.blocked.size() << " entries for " << tensor_count
-          << " tensors";
-      return out.str();
+      return StrCat("blocked has ", request.blocked.size(), " entries for ", tensor_count,
+                    " tensors");
     }
+    // Bits 1..N: the memory ids that exist (memory_count <= 63 leaves bit 0 free).
+    const MemoryMask existing = (~MemoryMask{0} >> (63 - memory_count)) & ~MaskOf(0);
     for (int64_t i = 0; i < tensor_count; ++i) {
       if ((request.blocked[i] & ~existing) != 0) {
-        out << "tensor " << i << ": its blocklist names a memory id that does not exist (1.."
-            << memory_count << ")";
-        return out.str();
+        return StrCat("tensor ", i, ": its blocklist names a memory id that does not exist (1..",
+                      memory_count, ")");
       }
     }
   }
   if (!request.incoming_offsets.empty()) {
     if (static_cast<int64_t>(request.incoming_offsets.size()) != tensor_count) {
-      out << "incoming_offsets has " << request.incoming_offsets.size() << " entries for "
-          << tensor_count << " tensors";
-      return out.str();
+      return StrCat("incoming_offsets has ", request.incoming_offsets.size(), " entries for ",
+                    tensor_count, " tensors");
     }
     for (int64_t i = 0; i < tensor_count; ++i) {
       const Offset offset = request.incoming_offsets[i];
       if (offset != kNoOffset && (offset < 0 || offset > kMaxByteValue)) {
-        out << "tensor " << i << ": incoming offset " << offset << " is outside [0, 2^62]";
-        return out.str();
+        return StrCat("tensor ", i, ": incoming offset ", offset, " is outside [0, 2^62]");
       }
     }
   }
   for (size_t j = 0; j < request.placed.size(); ++j) {
     if (std::string problem = CheckPlaced(request.placed[j], request.memories); !problem.empty()) {
-      out << "placed tensor " << j << ": " << problem;
-      return out.str();
+      return StrCat("placed tensor ", j, ": ", problem);
     }
   }
   return "";
@@ -319,10 +308,8 @@ class Planner {
   }
 
   std::string DescribeTensor(TensorIndex i) const {
-    std::ostringstream out;
-    out << "tensor " << i << " (size " << request_.tensors[i].size << " bytes, lifetime "
-        << Describe(request_.tensors[i].lifetime) << ")";
-    return out.str();
+    return StrCat("tensor ", i, " (size ", request_.tensors[i].size, " bytes, lifetime ",
+                  Describe(request_.tensors[i].lifetime), ")");
   }
 
   PlanningFailure Failure(TensorIndex i) const {
