@@ -19,12 +19,16 @@ SlotLayout::SlotLayout(const std::vector<Lifetime>& lifetimes) : lifetimes_(life
                                                       : a < b;
   });
   leaf_of_slot_.resize(count);
-  for (int64_t leaf = 0; leaf < count; ++leaf) leaf_of_slot_[slot_of_leaf_[leaf]] = leaf;
+  start_of_leaf_.resize(count);
+  for (int64_t leaf = 0; leaf < count; ++leaf) {
+    leaf_of_slot_[slot_of_leaf_[leaf]] = leaf;
+    start_of_leaf_[leaf] = lifetimes_[slot_of_leaf_[leaf]].start;
+  }
   constexpr int64_t kBucketSize = IntervalIndex::kBucketSize;
   while (bucket_base_ * kBucketSize < count) bucket_base_ *= 2;
   first_start_.assign(2 * bucket_base_, std::numeric_limits<Time>::max());
   for (int64_t bucket = 0; bucket * kBucketSize < count; ++bucket) {
-    first_start_[bucket_base_ + bucket] = lifetimes_[slot_of_leaf_[bucket * kBucketSize]].start;
+    first_start_[bucket_base_ + bucket] = start_of_leaf_[bucket * kBucketSize];
   }
   for (int64_t node = bucket_base_ - 1; node >= 1; --node) {
     first_start_[node] = first_start_[2 * node];
@@ -61,10 +65,11 @@ void IntervalIndex::Collect(int64_t node, int64_t first_bucket, int64_t bucket_c
     const int64_t begin = first_bucket * kBucketSize;
     const int64_t end = std::min(begin + kBucketSize, layout_->size());
     for (int64_t leaf = begin; leaf < end; ++leaf) {
-      const Slot slot = layout_->slot_of_leaf_[leaf];
       // Starts ascend within a bucket: past the query's end, nothing can overlap.
-      if (layout_->lifetimes_[slot].start > query.end) break;
-      if (end_of_leaf_[leaf] != kNothing && end_of_leaf_[leaf] >= query.start) out->push_back(slot);
+      if (layout_->start_of_leaf_[leaf] > query.end) break;
+      if (end_of_leaf_[leaf] != kNothing && end_of_leaf_[leaf] >= query.start) {
+        out->push_back(layout_->slot_of_leaf_[leaf]);
+      }
     }
     return;
   }

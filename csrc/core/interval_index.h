@@ -42,6 +42,7 @@ class SlotLayout {
   friend class IntervalIndex;
   std::vector<Lifetime> lifetimes_;
   std::vector<Slot> slot_of_leaf_;  // Leaf i holds the i-th lifetime by start.
+  std::vector<Time> start_of_leaf_;  // Ascending; scanned with end_of_leaf_.
   std::vector<int64_t> leaf_of_slot_;
   int64_t bucket_base_ = 1;  // Number of buckets, rounded up to a power of two.
   // first_start_[node]: smallest start under a node of the bucket tree (see
