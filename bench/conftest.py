@@ -7,9 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
-from cadence_memplan.synthetic import SyntheticGraph
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir.tensor import TensorSpec
+
+from cadence_memplan.synthetic import SyntheticGraph
 
 # A Cadence-like hierarchy: small fast memory, then bigger, slower ones.
 MEMORY_SIZES = [256 << 10, 4 << 20, 1 << 30]

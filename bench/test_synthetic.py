@@ -9,13 +9,14 @@ Each benchmark checks that its plan is valid; none asserts a time.
 
 from __future__ import annotations
 
-import cadence_memplan
 import pytest
-from cadence_memplan.synthetic import synthetic_graph
 from conftest import MEMORY_ALIGNMENTS, MEMORY_SIZES, memory_config, tensor_specs
 from executorch.backends.cadence.aot import memory_planning as upstream
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningState
+
+import cadence_memplan
+from cadence_memplan.synthetic import synthetic_graph
 
 UPSTREAM_ROUNDS = {1_000: 3, 10_000: 1}
 CLASSES = {

@@ -1,0 +1,197 @@
+"""cadence_memplan.reference, the pure-Python placers: same plans as upstream and as the core.
+
+Small random cases (tests/helpers.py's generator: blocklists, disallowed memories,
+pre-placed tensors, incoming offsets, failures) are compared with upstream's classes;
+larger ones, where upstream would be slow, with the C++ core through the array API.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import (
+    ALGORITHM_CLASSES,
+    Case,
+    Outcome,
+    Raised,
+    RandomChooser,
+    generate_case,
+    plan_with_array_api,
+    run_algorithm,
+)
+
+import cadence_memplan
+from cadence_memplan import reference
+from cadence_memplan.synthetic import synthetic_graph
+
+ALGORITHMS = cadence_memplan.ALGORITHMS
+UPSTREAM_SEEDS = range(250)
+CORE_SEEDS = range(40)
+
+
+def plan_with_reference(case: Case, algorithm: str, **options: Any) -> cadence_memplan.PlanResult:
+    """``case`` through ``reference.plan``, built like helpers.plan_with_array_api."""
+    memories = range(1, case.memory_count + 1)
+    return reference.plan(
+        [start for start, _ in case.lifetimes],
+        [end for _, end in case.lifetimes],
+        list(case.sizes),
+        case.memory_sizes,
+        case.memory_alignments,
+        algorithm=algorithm,
+        blocked=np.array(
+            [[m in case.blocked_for(i) for m in memories] for i in range(case.tensor_count)],
+            dtype=bool,
+        ).reshape(case.tensor_count, case.memory_count),
+        allowed=np.array([case.allowed_for(m) for m in memories], dtype=bool),
+        preplaced=cadence_memplan.Preplaced(
+            starts=[p.lifetime[0] for p in case.preplaced],
+            ends=[p.lifetime[1] for p in case.preplaced],
+            sizes=[p.size for p in case.preplaced],
+            mem_ids=[p.mem_id for p in case.preplaced],
+            offsets=[p.offset for p in case.preplaced],
+        ),
+        incoming_offsets=[
+            -1 if case.incoming_offset_for(i) is None else case.incoming_offset_for(i)
+            for i in range(case.tensor_count)
+        ],
+        **options,
+    )
+
+
+def as_lists(result: cadence_memplan.PlanResult) -> tuple[Any, ...]:
+    return (
+        result.mem_ids.tolist(),
+        result.offsets.tolist(),
+        result.bufsizes.tolist(),
+        [order.tolist() for order in result.memory_order],
+    )
+
+
+def assert_reference_matches_upstream(case: Case, algorithm: str, upstream: Outcome) -> None:
+    if isinstance(upstream, Raised):
+        with pytest.raises(cadence_memplan.PlanningError) as raised:
+            plan_with_reference(case, algorithm)
+        assert len(case.preplaced) + raised.value.tensor_index == upstream.failing_slot, case
+        return
+    mem_ids, offsets, bufsizes, memory_order = as_lists(plan_with_reference(case, algorithm))
+    planned = upstream.after.placements[len(case.preplaced) :]
+    assert mem_ids == [mem_id for mem_id, _ in planned], case
+    assert offsets == [offset for _, offset in planned], case
+    assert tuple(bufsizes) == upstream.after.bufsizes, case
+    assert tuple(map(tuple, memory_order)) == upstream.after.allocated_buffers, case
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_matches_upstream_on_random_cases(algorithm: str) -> None:
+    upstream_class, _ = ALGORITHM_CLASSES[algorithm]
+    failures = 0
+    for seed in UPSTREAM_SEEDS:
+        case = generate_case(RandomChooser(random.Random(seed)))
+        upstream = run_algorithm(upstream_class, case)
+        failures += isinstance(upstream, Raised)
+        assert_reference_matches_upstream(case, algorithm, upstream)
+    # The generator must exercise failures as well as plans.
+    assert 0 < failures < len(UPSTREAM_SEEDS)
+
+
+def assert_reference_matches_core(run_reference: Any, run_core: Any) -> None:
+    """Same plan, or a PlanningError naming the same tensor."""
+    outcomes = []
+    for run in (run_core, run_reference):
+        try:
+            outcomes.append(as_lists(run()))
+        except cadence_memplan.PlanningError as error:
+            outcomes.append(("PlanningError", error.tensor_index))
+    core_outcome, reference_outcome = outcomes
+    assert reference_outcome == core_outcome
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("seed", CORE_SEEDS)
+def test_matches_core_on_larger_random_cases(algorithm: str, seed: int) -> None:
+    case = generate_case(RandomChooser(random.Random(10_000 + seed)), max_tensors=400)
+    assert_reference_matches_core(
+        lambda: plan_with_reference(case, algorithm),
+        lambda: plan_with_array_api(case, algorithm),
+    )
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("live_tensors", [2, 32, 300])
+def test_matches_core_on_synthetic_graphs(algorithm: str, live_tensors: int) -> None:
+    graph = synthetic_graph(1500, live_tensors=live_tensors, seed=live_tensors)
+    memory_sizes, alignments = [256 << 10, 4 << 20, 1 << 34], [16, 64, 37]
+    assert_reference_matches_core(
+        lambda: reference.plan(*graph, memory_sizes, alignments, algorithm=algorithm),
+        lambda: cadence_memplan.plan(*graph, memory_sizes, alignments, algorithm=algorithm),
+    )
+
+
+def test_keep_incoming_offset_false_matches_core() -> None:
+    case = Case(
+        memory_sizes=(64, 1000),
+        memory_alignments=(16, 16),
+        lifetimes=((0, 3), (1, 2), (2, 5)),
+        sizes=(32, 16, 48),
+        incoming_offsets=(512, None, 16),
+    )
+    for keep in (True, False):
+        assert_reference_matches_core(
+            lambda keep=keep: plan_with_reference(case, "heuristic", keep_incoming_offset=keep),
+            lambda keep=keep: cadence_memplan.plan(
+                [0, 1, 2],
+                [3, 2, 5],
+                [32, 16, 48],
+                [64, 1000],
+                [16, 16],
+                algorithm="heuristic",
+                incoming_offsets=[512, -1, 16],
+                keep_incoming_offset=keep,
+            ),
+        )
+
+
+def test_plans_are_valid_and_typed_like_the_array_api() -> None:
+    graph = synthetic_graph(300)
+    for algorithm in ALGORITHMS:
+        result = reference.plan(*graph, [4096, 1 << 30], [16, 64], algorithm=algorithm)
+        assert result.mem_ids.dtype == result.offsets.dtype == np.int64
+        assert result.bufsizes.shape == (3,)
+        problem = cadence_memplan.validate(
+            *graph, result.mem_ids, result.offsets, [4096, 1 << 30], [16, 64]
+        )
+        assert problem is None, problem
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "words"),
+    [
+        ({"sizes": [1, -2]}, ValueError, "tensor 1"),
+        ({"ends": [1]}, ValueError, "ends has 1 entries"),
+        ({"starts": [0, 1.5]}, TypeError, "starts[1]"),
+        ({"memory_alignments": [0]}, ValueError, "memory 1"),
+        ({"algorithm": "best"}, ValueError, "algorithm"),
+    ],
+)
+def test_bad_input_raises(changes: dict[str, Any], error: type[Exception], words: str) -> None:
+    arguments: dict[str, Any] = {
+        "starts": [0, 1],
+        "ends": [1, 2],
+        "sizes": [1, 2],
+        "memory_sizes": [64],
+        "memory_alignments": [16],
+        **changes,
+    }
+    with pytest.raises(error) as raised:
+        reference.plan(**arguments)
+    assert words in str(raised.value)
+
+
+def test_failure_names_the_tensor() -> None:
+    with pytest.raises(cadence_memplan.PlanningError, match="tensor 1") as raised:
+        reference.plan([0, 0], [1, 1], [8, 100], [64], [16])
+    assert raised.value.tensor_index == 1
