@@ -354,8 +354,11 @@ def assert_valid_plan(case: Case, placements: Sequence[tuple[int | None, int | N
 # --------------------------------------------------------------------------- array API
 
 
-def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.PlanResult:
-    """The same problem through ``cadence_memplan.plan``."""
+def plan_with_array_api(
+    case: Case, algorithm: str, planner: Any = cadence_memplan.plan, **options: Any
+) -> cadence_memplan.PlanResult:
+    """The same problem through the array API: ``cadence_memplan.plan`` or, as ``planner``,
+    anything with its signature (``cadence_memplan.reference.plan``)."""
     blocked = np.array(
         [
             [mem_id in case.blocked_for(i) for mem_id in range(1, case.memory_count + 1)]
@@ -370,7 +373,7 @@ def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.PlanResul
         mem_ids=[p.mem_id for p in case.preplaced],
         offsets=[p.offset for p in case.preplaced],
     )
-    return cadence_memplan.plan(
+    return planner(
         [start for start, _ in case.lifetimes],
         [end for _, end in case.lifetimes],
         list(case.sizes),
@@ -386,6 +389,7 @@ def plan_with_array_api(case: Case, algorithm: str) -> cadence_memplan.PlanResul
             -1 if case.incoming_offset_for(i) is None else case.incoming_offset_for(i)
             for i in range(case.tensor_count)
         ],
+        **options,
     )
 
 

@@ -33,33 +33,7 @@ CORE_SEEDS = range(40)
 
 
 def plan_with_reference(case: Case, algorithm: str, **options: Any) -> cadence_memplan.PlanResult:
-    """``case`` through ``reference.plan``, built like helpers.plan_with_array_api."""
-    memories = range(1, case.memory_count + 1)
-    return reference.plan(
-        [start for start, _ in case.lifetimes],
-        [end for _, end in case.lifetimes],
-        list(case.sizes),
-        case.memory_sizes,
-        case.memory_alignments,
-        algorithm=algorithm,
-        blocked=np.array(
-            [[m in case.blocked_for(i) for m in memories] for i in range(case.tensor_count)],
-            dtype=bool,
-        ).reshape(case.tensor_count, case.memory_count),
-        allowed=np.array([case.allowed_for(m) for m in memories], dtype=bool),
-        preplaced=cadence_memplan.Preplaced(
-            starts=[p.lifetime[0] for p in case.preplaced],
-            ends=[p.lifetime[1] for p in case.preplaced],
-            sizes=[p.size for p in case.preplaced],
-            mem_ids=[p.mem_id for p in case.preplaced],
-            offsets=[p.offset for p in case.preplaced],
-        ),
-        incoming_offsets=[
-            -1 if case.incoming_offset_for(i) is None else case.incoming_offset_for(i)
-            for i in range(case.tensor_count)
-        ],
-        **options,
-    )
+    return plan_with_array_api(case, algorithm, planner=reference.plan, **options)
 
 
 def as_lists(result: cadence_memplan.PlanResult) -> tuple[Any, ...]:
