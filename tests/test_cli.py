@@ -1,0 +1,344 @@
+"""The ``cadence-memplan`` command line, run as ``python -m cadence_memplan`` in a subprocess.
+
+Model runs import torch and executorch (several seconds each), so there are few of them;
+CSV instances (numpy only) cover the options and error paths.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cadence_memplan
+from cadence_memplan import reference
+from cadence_memplan.cli import (
+    CliError,
+    parse_memory_spec,
+    parse_size,
+    read_memory_config,
+    read_plan,
+)
+from cadence_memplan.minimalloc import read_minimalloc_csv
+
+CLI = [sys.executable, "-m", "cadence_memplan"]
+MODEL_TIMEOUT = 300  # seconds; a model run takes about 15 s on the project's machine
+REAL_INSTANCES = Path(__file__).resolve().parents[2] / "shared/data/planning-instances"
+
+# 12 buffers on 8 steps, half-open [lower, upper) as MiniMalloc writes them.
+SMALL_CSV = """id,lower,upper,size
+a,0,3,1000
+b,1,4,3000
+c,2,6,500
+d,3,5,2000
+e,4,8,700
+f,5,7,1200
+g,0,2,64
+h,6,8,4096
+i,2,3,16
+j,7,8,100
+k,1,2,0
+l,3,8,800
+"""
+TWO_MEMORIES = "4KiB:16,1MiB:64"
+
+
+def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line the CLI prints on failure (library chatter before it is ignored)."""
+    lines = result.stderr.strip().splitlines()
+    assert lines, "nothing on stderr"
+    assert "Traceback" not in result.stderr
+    return lines[-1]
+
+
+@pytest.fixture
+def small_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL_CSV)
+    return path
+
+
+def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_memplan.PlanResult:
+    instance = read_minimalloc_csv(path)
+    memories = parse_memory_spec(memory_spec)
+    return cadence_memplan.plan(
+        instance.starts,
+        instance.ends,
+        instance.sizes,
+        [memory.size for memory in memories],
+        [memory.alignment for memory in memories],
+        algorithm=algorithm,
+    )
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    import matplotlib.image
+
+    height, width = matplotlib.image.imread(path).shape[:2]
+    return width, height
+
+
+# --------------------------------------------------------------------------- CSV instances
+
+
+@pytest.mark.parametrize("algorithm", ["position", "heuristic"])
+def test_csv_table_and_round_trips(small_csv: Path, tmp_path: Path, algorithm: str) -> None:
+    plans = {}
+    for suffix in ("json", "csv"):
+        out = tmp_path / f"plan.{suffix}"
+        result = run(small_csv, "--memory", TWO_MEMORIES, "--algo", algorithm, "--out", out)
+        assert result.returncode == 0, result.stderr
+        assert "peak usage" in result.stdout
+        assert "peak live, lower bound" in result.stdout
+        assert f"12 tensors planned with {algorithm!r}" in result.stdout
+        assert "overall peak:" in result.stdout
+        assert "planning time: placer" in result.stdout
+        assert "plan check: valid" in result.stdout
+        plans[suffix] = read_plan(out)
+
+    assert plans["json"].same_plan(plans["csv"])
+    expected = expected_plan(small_csv, TWO_MEMORIES, algorithm)
+    instance = read_minimalloc_csv(small_csv)
+    loaded = plans["json"]
+    assert loaded.names == instance.ids.tolist()
+    np.testing.assert_array_equal(loaded.mem_ids, expected.mem_ids)
+    np.testing.assert_array_equal(loaded.offsets, expected.offsets)
+    np.testing.assert_array_equal(loaded.sizes, instance.sizes)
+    np.testing.assert_array_equal(loaded.starts, instance.starts)
+    np.testing.assert_array_equal(loaded.ends, instance.ends)
+    document = json.loads((tmp_path / "plan.json").read_text())
+    assert document["algorithm"] == algorithm
+    assert [m["size"] for m in document["memories"]] == [4096, 1 << 20]
+
+
+def test_csv_table_numbers(small_csv: Path) -> None:
+    """Peak usage, tensors placed and utilisation per memory, from the plan itself."""
+    result = run(small_csv, "--memory", TWO_MEMORIES)
+    assert result.returncode == 0, result.stderr
+    expected = expected_plan(small_csv, TWO_MEMORIES, "heuristic")
+    sizes = read_minimalloc_csv(small_csv).sizes
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("1 ", "2 "))]
+    assert len(rows) == 2
+    for mem_id, row in enumerate(rows, start=1):
+        chosen = expected.mem_ids == mem_id
+        peak = int((expected.offsets[chosen] + sizes[chosen]).max(initial=0))
+        assert row[3] == f"{peak:,}"
+        assert row[-1] == str(int(chosen.sum()))
+
+
+def test_csv_compare_with_reference(small_csv: Path) -> None:
+    result = run(small_csv, "--memory", TWO_MEMORIES, "--compare")
+    assert result.returncode == 0, result.stderr
+    assert "cadence_memplan.reference placer" in result.stdout
+    assert "x faster" in result.stdout
+    assert "placements identical (12 tensors)" in result.stdout
+
+
+def test_memory_config_toml_names_and_bases(small_csv: Path, tmp_path: Path) -> None:
+    config = tmp_path / "memories.toml"
+    config.write_text(
+        '[[memories]]\nname = "dtcm"\nsize = "4KiB"\nalignment = 16\nbase_address = "0x1000"\n'
+        '[[memories]]\nname = "dram"\nsize = 1048576\nalignment = 64\nbase_address = 65536\n'
+    )
+    result = run(small_csv, "--memory-config", config)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.split()[:2] == ["dtcm", "0x1000"] for line in lines)
+    assert any(line.split()[:2] == ["dram", "0x10000"] for line in lines)
+
+
+def test_plot_png_and_svg(small_csv: Path, tmp_path: Path) -> None:
+    png, svg = tmp_path / "map.png", tmp_path / "map.svg"
+    for path in (png, svg):
+        result = run(small_csv, "--memory", TWO_MEMORIES, "--plot", path)
+        assert result.returncode == 0, result.stderr
+        assert f"wrote memory map: {path}" in result.stdout
+    # 10 x 2.4 inches per memory at 100 dpi.
+    assert image_size(png) == (1000, 480)
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_plot_of_many_tensors_is_quick(tmp_path: Path) -> None:
+    """10^5 tensors: the rectangles are one collection per panel, so this takes seconds."""
+    png = tmp_path / "big.png"
+    result = run("synthetic-100k", "--plot", png, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "100,000 tensors planned" in result.stdout
+    assert image_size(png) == (1000, 720)
+
+
+def test_list_models() -> None:
+    result = run("--list-models")
+    assert result.returncode == 0, result.stderr
+    names = [line.split()[0] for line in result.stdout.splitlines()]
+    assert {"encoder", "cnn", "mlp", "synthetic"} <= set(names)
+
+
+@pytest.mark.skipif(not REAL_INSTANCES.is_dir(), reason="no shared planning instances")
+def test_real_instance(tmp_path: Path) -> None:
+    instance = REAL_INSTANCES / "challenging" / "A.1048576.csv"
+    out = tmp_path / "plan.csv"
+    result = run(instance, "--memory", "1MiB:1,1GiB:64", "--out", out)
+    assert result.returncode == 0, result.stderr
+    loaded = read_plan(out)
+    assert len(loaded.names) == len(read_minimalloc_csv(instance).ids)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["no/such/file.csv"], "input no/such/file.csv: no such file"),
+        (["not-a-model"], "neither a file nor a built-in model"),
+        (["{csv}", "--memory", "256KiB:16,4MiB"], "is not SIZE:ALIGNMENT"),
+        (["{csv}", "--memory", "256KB:16"], "is not a size"),
+        (["{csv}", "--memory", "0:16"], "must be positive"),
+        (["{csv}", "--pte", "out.pte"], "--pte needs a model input"),
+        (["{csv}", "--out", "plan.txt"], "--out plan.txt: expected a file ending in .json or .csv"),
+        (["{csv}", "--memory-config", "missing.json"], "cannot read"),
+        (["{bad_csv}"], "cannot read MiniMalloc CSV"),
+        (
+            ["{bad_json}", "--memory-config", "{bad_json}"],
+            "unknown file type .json, expected .pt2 or .csv",
+        ),
+    ],
+)
+def test_usage_errors(small_csv: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text("id,lower,upper,size\nx,3,2,10\n")
+    bad_json = tmp_path / "memories.json"
+    bad_json.write_text('{"memories": [{"size": "1KiB", "alignement": 16}]}')
+    arguments = [a.format(csv=small_csv, bad_csv=bad_csv, bad_json=bad_json) for a in arguments]
+    result = run(*arguments)
+    assert result.returncode == 2
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: ")
+    assert message in line
+
+
+def test_memory_config_unknown_key(small_csv: Path, tmp_path: Path) -> None:
+    config = tmp_path / "memories.json"
+    config.write_text('{"memories": [{"size": "1KiB", "alignement": 16}]}')
+    result = run(small_csv, "--memory-config", config)
+    assert result.returncode == 2
+    assert "unknown key(s) ['alignement']" in error_line(result)
+
+
+def test_csv_that_cannot_fit(small_csv: Path) -> None:
+    result = run(small_csv, "--memory", "1KiB:16")
+    assert result.returncode == 1
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: planning failed: ")
+
+
+def test_debug_shows_the_traceback(small_csv: Path) -> None:
+    result = run(small_csv, "--memory", "1KiB:16", "--debug")
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr
+
+
+# --------------------------------------------------------------------------- models
+
+
+def test_default_model_with_plot_plan_and_program(tmp_path: Path) -> None:
+    png, out, pte = tmp_path / "map.png", tmp_path / "plan.json", tmp_path / "model.pte"
+    result = run("--plot", png, "--out", out, "--pte", pte, timeout=MODEL_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert "encoder: " in result.stdout
+    for name in ("fast", "near", "far"):
+        assert any(line.startswith(name + " ") for line in result.stdout.splitlines())
+    assert "placer (C++ core)" in result.stdout
+    assert "whole to_executorch" in result.stdout
+    assert "plan check: valid" in result.stdout
+    assert image_size(png) == (1000, 720)
+    plan = read_plan(out)
+    assert len(plan.names) > 50
+    assert set(plan.mem_ids.tolist()) <= {1, 2, 3}
+    assert pte.stat().st_size > 0
+    assert pte.read_bytes()[4:8] == b"ET12"  # the ExecuTorch flatbuffer's file identifier
+
+
+def test_model_compare_reports_identical_placements() -> None:
+    result = run("mlp", "--algo", "position", "--compare", timeout=MODEL_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert "upstream's CadenceMemoryPlanning placer" in result.stdout
+    assert "placements identical" in result.stdout
+    assert "serialized programs identical" in result.stdout
+
+
+def test_exported_archive_input(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+    archive = tmp_path / "model.pt2"
+    torch.export.save(torch.export.export(model.eval(), (torch.randn(2, 16),)), archive)
+    out = tmp_path / "plan.csv"
+    with_inputs = run(archive, "--out", out, timeout=MODEL_TIMEOUT)
+    assert with_inputs.returncode == 0, with_inputs.stderr
+    assert "model.pt2: " in with_inputs.stdout
+    without_inputs = run(
+        archive, "--no-alloc-inputs", "--no-alloc-outputs", "--out", tmp_path / "io.csv",
+        timeout=MODEL_TIMEOUT,
+    )  # fmt: skip
+    assert without_inputs.returncode == 0, without_inputs.stderr
+    assert len(read_plan(tmp_path / "io.csv").names) < len(read_plan(out).names)
+
+
+def test_unreadable_archive(tmp_path: Path) -> None:
+    archive = tmp_path / "broken.pt2"
+    archive.write_bytes(b"not a zip archive")
+    result = run(archive, timeout=MODEL_TIMEOUT)
+    assert result.returncode == 2
+    assert error_line(result).startswith(
+        f"cadence-memplan: error: cannot read torch.export archive {archive}"
+    )
+
+
+def test_model_that_cannot_fit() -> None:
+    result = run("mlp", "--memory", "64:16", timeout=MODEL_TIMEOUT)
+    assert result.returncode == 1
+    assert error_line(result).startswith("cadence-memplan: error: planning failed: ")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_parse_size_units() -> None:
+    assert parse_size("256KiB", "x") == 256 << 10
+    assert parse_size("4 mib", "x") == 4 << 20
+    assert parse_size("1GiB", "x") == 1 << 30
+    assert parse_size("64B", "x") == 64
+    assert parse_size("100", "x") == 100
+    for bad in ("1.5KiB", "KiB", "-4", "1KB", "0"):
+        with pytest.raises(CliError):
+            parse_size(bad, "x")
+
+
+def test_memory_config_json(tmp_path: Path) -> None:
+    config = tmp_path / "memories.json"
+    config.write_text(
+        json.dumps({"memories": [{"name": "a", "size": "1KiB", "base_address": "0x10"}]})
+    )
+    (memory,) = read_memory_config(config)
+    assert (memory.name, memory.size, memory.alignment, memory.base_address) == ("a", 1024, 1, 16)
+
+
+def test_reference_and_core_agree_on_the_small_csv(small_csv: Path) -> None:
+    """What --compare checks, in process: the core and the reference place alike."""
+    instance = read_minimalloc_csv(small_csv)
+    arguments = (instance.starts, instance.ends, instance.sizes, [4096, 1 << 20], [16, 64])
+    ours = cadence_memplan.plan(*arguments, algorithm="heuristic")
+    theirs = reference.plan(*arguments, algorithm="heuristic")
+    assert np.array_equal(ours.mem_ids, theirs.mem_ids)
+    assert np.array_equal(ours.offsets, theirs.offsets)
