@@ -346,10 +346,11 @@ DOCUMENTED_REFUSALS = {
     ),
     # Upstream's position placer places the spec twice; its heuristic trips its assert.
     "duplicate spec": (Case(**TWO_MEMORIES, lifetimes=((0, 1),), sizes=(8,)), "duplicated"),
-    # Upstream accepts a memory of size 0 (only zero-size tensors fit there).
+    # Upstream accepts a memory of size 0 (only zero-size tensors fit there); ours refuses
+    # the memory config when the algorithm is built.
     "memory of size 0": (
         Case(memory_sizes=(0, 100), memory_alignments=(1, 1), lifetimes=((0, 1),), sizes=(0,)),
-        "list",
+        "config",
     ),
 }
 
@@ -363,6 +364,10 @@ def test_documented_refusals_raise_value_error_and_change_nothing(
     case, how = DOCUMENTED_REFUSALS[difference]
     upstream_class, our_class = ALGORITHM_CLASSES[algorithm]
     for algo_class in (upstream_class, our_class):
+        if how == "config" and algo_class is our_class:
+            with pytest.raises(ValueError, match="must be a positive integer"):
+                build_problem(algo_class, case)
+            continue
         problem = build_problem(algo_class, case)
         specs = problem.specs + problem.specs[:1] if how == "duplicated" else problem.specs
         outcome = capture_outcome(

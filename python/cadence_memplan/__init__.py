@@ -7,6 +7,7 @@ are imported on first use.
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ from ._core import MAX_MEMORIES, PlanningError
 
 if TYPE_CHECKING:
     from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+    from .cadence import CadenceMemoryPlanning
+    from .reports import print_memory_planning_info
 
 __version__ = _version("cadence-memplan")
 
@@ -22,6 +25,7 @@ __all__ = [
     "ALGORITHMS",
     "MAX_MEMORIES",
     "Algorithm",
+    "CadenceMemoryPlanning",
     "GreedyWithHeuristic",
     "PlanResult",
     "PlanningError",
@@ -29,16 +33,21 @@ __all__ = [
     "Preplaced",
     "__version__",
     "plan",
+    "print_memory_planning_info",
     "validate",
 ]
 
-_EXECUTORCH_NAMES = {"GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy"}
+# Names that need executorch, by the module that defines them; imported on first use.
+_EXECUTORCH_NAMES = {
+    "GreedyWithHeuristic": "algorithms",
+    "PositionBasedGreedyWithHierarchy": "algorithms",
+    "CadenceMemoryPlanning": "cadence",
+    "print_memory_planning_info": "reports",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The drop-in classes subclass executorch's, so importing them needs executorch.
     if name in _EXECUTORCH_NAMES:
-        from . import algorithms
-
-        return getattr(algorithms, name)
+        module = importlib.import_module(f".{_EXECUTORCH_NAMES[name]}", __name__)
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,7 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -22,13 +23,13 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
     MemoryPlanningAlgo,
     MemoryPlanningState,
 )
-from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
 from . import _core
 from ._arrays import Algorithm, allowed_mask, as_int64
 
-__all__ = ["GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy"]
+__all__ = ["GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy", "check_memory_config"]
 
 
 def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any], list[int]]:
@@ -48,10 +49,62 @@ def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any
     return starts, ends, sizes
 
 
+def is_integer(value: Any) -> bool:
+    # numbers.Integral takes numpy integers too; a bool is an int but never a size.
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_memory_config(memory_config: MemoryConfig) -> None:
+    """Raise ``ValueError`` unless ``memory_config`` describes memories the placers can use.
+
+    Upstream checks nothing here: a zero or negative size or alignment, or lists of
+    different lengths, surface mid-compile as an ``AssertionError``, an ``IndexError``,
+    a ``ZeroDivisionError`` or a plan nobody can run.
+    """
+    sizes = memory_config.memory_sizes
+    if not hasattr(sizes, "__len__") or not 1 <= len(sizes) <= _core.MAX_MEMORIES:
+        raise ValueError(
+            f"memory_config.memory_sizes must list 1..{_core.MAX_MEMORIES} memories, got {sizes!r}"
+        )
+    for index, size in enumerate(sizes):
+        if not is_integer(size) or size <= 0:
+            raise ValueError(
+                f"memory_config.memory_sizes[{index}] (memory id {index + 1}) must be a"
+                f" positive integer, got {size!r}"
+            )
+    alignments = memory_config.memory_alignments
+    if alignments is None:
+        raise ValueError("memory_config.memory_alignments must be set (MemoryConfig sets it)")
+    # Names and base addresses are only printed, but print_memory_planning_info indexes
+    # them per memory, so a short list fails only after the whole compile.
+    per_memory = {
+        "memory_alignments": alignments,
+        "memory_names": memory_config.memory_names,
+        "base_addrs": memory_config.base_addrs,
+    }
+    for name, values in per_memory.items():
+        if values is not None and len(values) != len(sizes):
+            raise ValueError(
+                f"memory_config.{name} has {len(values)} entries but memory_sizes has"
+                f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
+            )
+    for index, alignment in enumerate(alignments):
+        if not is_integer(alignment) or alignment <= 0:
+            raise ValueError(
+                f"memory_config.memory_alignments[{index}] (memory id {index + 1}) must be a"
+                f" positive integer, got {alignment!r}"
+            )
+
+
 class _CorePlannedAlgo(MemoryPlanningAlgo):
     """Upstream's algorithm interface with ``plan()`` done by the C++ core."""
 
     algorithm: ClassVar[Algorithm]
+
+    def __init__(self, memory_config: MemoryConfig, *args: Any, **kwargs: Any) -> None:
+        # Checked here, before upstream's constraint phases place pinned specs.
+        check_memory_config(memory_config)
+        super().__init__(memory_config, *args, **kwargs)
 
     def plan(
         self,

@@ -40,13 +40,11 @@ from executorch.exir.tensor import TensorSpec
 from torch.export.exported_program import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
-from . import _core
-from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy, is_integer
 
 __all__ = [
     "MEM_ALGOS",
     "CadenceMemoryPlanning",
-    "check_memory_config",
     "greedy_by_size_for_offset_calculation_with_hierarchy",
     "position_based_greedy_with_hierarchy",
 ]
@@ -56,52 +54,6 @@ MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
     PositionBasedGreedyWithHierarchy,
     GreedyWithHeuristic,
 )
-
-
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_memory_config(memory_config: MemoryConfig) -> None:
-    """Raise ``ValueError`` unless ``memory_config`` describes memories the placers can use.
-
-    Upstream checks nothing here: a zero or negative size or alignment, or lists of
-    different lengths, surface mid-compile as an ``AssertionError``, an ``IndexError``,
-    a ``ZeroDivisionError`` or a plan nobody can run.
-    """
-    sizes = memory_config.memory_sizes
-    if not isinstance(sizes, Sequence) or not 1 <= len(sizes) <= _core.MAX_MEMORIES:
-        raise ValueError(
-            f"memory_config.memory_sizes must list 1..{_core.MAX_MEMORIES} memories, got {sizes!r}"
-        )
-    for index, size in enumerate(sizes):
-        if not _is_integer(size) or size <= 0:
-            raise ValueError(
-                f"memory_config.memory_sizes[{index}] (memory id {index + 1}) must be a"
-                f" positive integer, got {size!r}"
-            )
-    alignments = memory_config.memory_alignments
-    if alignments is None:
-        raise ValueError("memory_config.memory_alignments must be set (MemoryConfig sets it)")
-    # Names and base addresses are only printed, but print_memory_planning_info indexes
-    # them per memory, so a short list fails only after the whole compile.
-    per_memory = {
-        "memory_alignments": alignments,
-        "memory_names": memory_config.memory_names,
-        "base_addrs": memory_config.base_addrs,
-    }
-    for name, values in per_memory.items():
-        if values is not None and len(values) != len(sizes):
-            raise ValueError(
-                f"memory_config.{name} has {len(values)} entries but memory_sizes has"
-                f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
-            )
-    for index, alignment in enumerate(alignments):
-        if not _is_integer(alignment) or alignment <= 0:
-            raise ValueError(
-                f"memory_config.memory_alignments[{index}] (memory id {index + 1}) must be a"
-                f" positive integer, got {alignment!r}"
-            )
 
 
 # --------------------------------------------------------------------------- the pass
@@ -144,9 +96,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         alloc_graph_output: bool = True,
         additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None = None,
     ) -> None:
-        check_memory_config(memory_config)
+        # The algorithm classes check memory_config when upstream's __init__ builds them.
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
-        if not _is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
+        if not is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
             raise ValueError(
                 f"mem_algo must be 0 (position-based) or 1 (heuristic), got {mem_algo!r}"
             )
@@ -216,7 +168,6 @@ def _plan_graph_module(
     alloc_graph_output: bool,
     memory_config: MemoryConfig,
 ) -> list[int]:
-    check_memory_config(memory_config)
     # The same selection as executorch 1.5.x's collect_specs_from_graph_module
     # (collect_specs_from_nodes with the graph signature, constants left out,
     # deduplicated, in node order).

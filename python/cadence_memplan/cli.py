@@ -63,6 +63,7 @@ import numpy.typing as npt
 from . import ALGORITHMS, MAX_MEMORIES, PlanningError, __version__, plan, validate
 from .minimalloc import read_minimalloc_csv
 from .synthetic import synthetic_graph
+from .usage import peak_live_bytes_per_memory, peak_usage_over_time, peak_usage_per_memory
 
 __all__ = [
     "BUILTIN_INPUTS",
@@ -331,23 +332,20 @@ class MemoryStats:
 
 
 def memory_stats(tensors: PlannedTensors, memory_count: int) -> list[MemoryStats]:
-    """Per memory id 1..memory_count: peak usage, peak-live lower bound, tensors placed."""
-    mem_ids = tensors.mem_ids
-    usage = np.zeros(memory_count + 1, dtype=np.int64)
-    np.maximum.at(usage, mem_ids, tensors.offsets + tensors.sizes)
-    counts = np.bincount(mem_ids, minlength=memory_count + 1)
+    """Per memory id 1..memory_count: peak usage, peak-live lower bound, tensors placed.
 
-    # A tensor adds its size at its start and removes it one node after its end. Sorted by
-    # memory, then time, removals first at equal times, each prefix sum is a real moment's
-    # live bytes; each memory's events sum to zero, so one running sum serves all memories.
-    alive = (tensors.starts <= tensors.ends) & ~tensors.shares_storage
-    ids, sizes = mem_ids[alive], tensors.sizes[alive]
-    event_ids = np.concatenate([ids, ids])
-    event_times = np.concatenate([tensors.starts[alive], tensors.ends[alive] + 1])
-    event_bytes = np.concatenate([sizes, -sizes])
-    order = np.lexsort((event_bytes, event_times, event_ids))
-    live = np.zeros(memory_count + 1, dtype=np.int64)
-    np.maximum.at(live, event_ids[order], np.cumsum(event_bytes[order]))
+    Tensors that share storage with another on purpose leave the lower bound alone.
+    """
+    usage = peak_usage_per_memory(tensors.mem_ids, tensors.offsets, tensors.sizes, memory_count)
+    own = ~tensors.shares_storage
+    live = peak_live_bytes_per_memory(
+        tensors.mem_ids[own],
+        tensors.sizes[own],
+        tensors.starts[own],
+        tensors.ends[own],
+        memory_count,
+    )
+    counts = np.bincount(tensors.mem_ids, minlength=memory_count + 1)
     return [
         MemoryStats(int(usage[m]), int(live[m]), int(counts[m])) for m in range(1, memory_count + 1)
     ]
@@ -362,12 +360,7 @@ def overall_peak(tensors: PlannedTensors) -> tuple[int, int]:
     if not alive.any():
         return 0, 0
     node_count = tensors.node_count or int(tensors.ends[alive].max()) + 1
-    changes = np.zeros(node_count + 1, dtype=np.int64)
-    np.add.at(changes, tensors.starts[alive], tensors.sizes[alive])
-    np.subtract.at(changes, tensors.ends[alive] + 1, tensors.sizes[alive])
-    usage = np.cumsum(changes)
-    node = int(np.argmax(usage))
-    return int(usage[node]), node
+    return peak_usage_over_time(tensors.sizes, tensors.starts, tensors.ends, node_count)
 
 
 def _format_bytes(count: int) -> str:

@@ -12,7 +12,8 @@ tensors placed in each memory. No plan of those tensors in that memory can use f
 bytes, so it is a lower bound to hold a memory's peak usage against. It sums the tensors'
 sizes, so tensors that share storage on purpose (the relative placements of cat, slice
 and view "nops") are counted once each; pass the ``MemConstraints`` that planned the graph
-to leave those out, as the other reports do.
+to leave those out, as the other reports do. :func:`print_memory_planning_info` has no
+constraints to go by and leaves out the aliases of Cadence's nop ops itself.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import torch
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
-from executorch.exir import ExecutorchProgramManager
+from executorch.exir import ExecutorchProgramManager, memory
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 from tabulate import tabulate
 from torch.export.exported_program import ExportGraphSignature
+
+from . import usage
 
 __all__ = [
     "PER_MEMORY_HEADERS",
@@ -145,9 +148,10 @@ def peak_memory_usages_per_memory(table: SpecTable) -> list[int]:
     table.require_placed()
     if not table.mem_ids.size:
         return []
-    usages = np.zeros(int(table.mem_ids.max()) + 1, dtype=np.int64)
-    np.maximum.at(usages, table.mem_ids, table.offsets + table.sizes)
-    return usages[1:].tolist()
+    memory_count = int(table.mem_ids.max())
+    return usage.peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)[
+        1:
+    ].tolist()
 
 
 def peak_memory_usage(table: SpecTable, node_count: int) -> tuple[int, int]:
@@ -156,13 +160,10 @@ def peak_memory_usage(table: SpecTable, node_count: int) -> tuple[int, int]:
     Lifetimes are inclusive node indices in ``0..node_count-1``; specs without one count
     nowhere. The same arithmetic as upstream, so the same numbers.
     """
-    sizes = table.sizes[table.has_lifetime]
-    changes = np.zeros(node_count + 1, dtype=np.int64)
-    np.add.at(changes, table.starts[table.has_lifetime], sizes)
-    np.subtract.at(changes, table.ends[table.has_lifetime] + 1, sizes)
-    usage = np.cumsum(changes)
-    peak_node = int(np.argmax(usage))  # the first maximum, as list.index
-    return int(usage[peak_node]), peak_node
+    timed = table.has_lifetime
+    return usage.peak_usage_over_time(
+        table.sizes[timed], table.starts[timed], table.ends[timed], node_count
+    )
 
 
 def peak_live_bytes_per_memory(table: SpecTable) -> list[int]:
@@ -175,20 +176,14 @@ def peak_live_bytes_per_memory(table: SpecTable) -> list[int]:
     if not table.mem_ids.size:
         return []
     memory_count = int(table.mem_ids.max())
-    alive = table.has_lifetime & (table.starts <= table.ends)
-    mem_ids, sizes = table.mem_ids[alive], table.sizes[alive]
-    # A tensor adds its size when it starts and takes it away one node after it ends.
-    event_mem_ids = np.concatenate([mem_ids, mem_ids])
-    event_times = np.concatenate([table.starts[alive], table.ends[alive] + 1])
-    event_bytes = np.concatenate([sizes, -sizes])
-    # By memory, then time, removals before additions at one time: then every prefix sum
-    # is a real moment's live bytes or less, and each memory's events sum to zero, so one
-    # running sum over all memories restarts at 0 for each.
-    order = np.lexsort((event_bytes, event_times, event_mem_ids))
-    live = np.cumsum(event_bytes[order])
-    peaks = np.zeros(memory_count + 1, dtype=np.int64)
-    np.maximum.at(peaks, event_mem_ids[order], live)
-    return peaks[1:].tolist()
+    timed = table.has_lifetime
+    return usage.peak_live_bytes_per_memory(
+        table.mem_ids[timed],
+        table.sizes[timed],
+        table.starts[timed],
+        table.ends[timed],
+        memory_count,
+    )[1:].tolist()
 
 
 # --------------------------------------------------------------------------- upstream's API
@@ -240,6 +235,42 @@ def find_peak_live_bytes_per_memory(
     )
 
 
+# Ops whose output shares its input's storage once Cadence has planned them (upstream's
+# memory_constraints.py places them relative to their source); _cat_nop is the other way
+# round: its inputs live inside its output.
+_ALIAS_OUTPUT_OPS = frozenset(
+    {"aten._slice_copy_nop.Tensor_out", "aten._select_copy_nop.int_out", "cadence.idma_wait.out"}
+)
+_ALIAS_INPUT_OPS = frozenset({"aten._cat_nop.out"})
+
+
+def _alias_spec_ids(graph_module: torch.fx.GraphModule) -> set[int]:
+    """ids of the specs that share another spec's storage on purpose in a planned graph."""
+    aliases: set[int] = set()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = str(node.target)
+        if node.target is memory.view or target in _ALIAS_OUTPUT_OPS:
+            aliases.add(id(node.meta.get("spec")))
+        elif target in _ALIAS_INPUT_OPS:
+            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
+            aliases.update(id(arg.meta.get("spec")) for arg in inputs)
+    return aliases
+
+
+def _subset(table: SpecTable, keep: npt.NDArray[np.bool_]) -> SpecTable:
+    return SpecTable(
+        mem_ids=table.mem_ids[keep],
+        offsets=table.offsets[keep],
+        sizes=table.sizes[keep],
+        starts=table.starts[keep],
+        ends=table.ends[keep],
+        has_lifetime=table.has_lifetime[keep],
+        specs=tuple(spec for spec, kept in zip(table.specs, keep.tolist(), strict=True) if kept),
+    )
+
+
 def print_memory_planning_info(
     executorch_prog: ExecutorchProgramManager,
     memory_config: MemoryConfig,
@@ -251,8 +282,10 @@ def print_memory_planning_info(
     """Upstream's function: log the per-memory table and the total-peak table.
 
     The per-memory table has upstream's four columns with upstream's numbers, then a fifth,
-    "Peak Live Bytes (Lower Bound)" (:func:`peak_live_bytes_per_memory`). The total table is
-    upstream's exactly. The specs are read once for both tables.
+    "Peak Live Bytes (Lower Bound)" (:func:`peak_live_bytes_per_memory`), leaving out the
+    tensors that Cadence's nop ops (cat, slice, select, memory.view, idma_wait) put inside
+    another tensor's storage, so that it stays a lower bound. The total table is upstream's
+    exactly. The specs are read once for both tables.
     """
     # Upstream's reports use a fresh MemConstraints, which skips no spec; kept for fidelity.
     mem_constraints = MemConstraints(
@@ -267,7 +300,10 @@ def print_memory_planning_info(
         mem_constraints,
     )
     usages = peak_memory_usages_per_memory(table)
-    live_bounds = peak_live_bytes_per_memory(table)
+    aliases = _alias_spec_ids(program.graph_module)
+    live_bounds = peak_live_bytes_per_memory(
+        _subset(table, np.array([id(spec) not in aliases for spec in table.specs], dtype=bool))
+    )
     names, base_addrs = memory_config.memory_names, memory_config.base_addrs
     per_memory_rows = [
         [
