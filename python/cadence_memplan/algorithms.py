@@ -119,9 +119,6 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         del graph_module, graph_signature, extra_padding  # Unused by upstream's plan() too.
         specs = list(specs)
         memory_count = self.get_num_memories() - 1
-        alignments = self.memory_config.memory_alignments
-        if alignments is None:
-            raise ValueError("memory_config.memory_alignments must be set")
 
         placed: list[TensorSpec] = []
         placed_mem_ids: list[int] = []
@@ -166,7 +163,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 as_int64("spec lifetime ends", ends),
                 as_int64("spec sizes", sizes),
                 as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes),
-                as_int64("memory_config.memory_alignments", alignments),
+                as_int64("memory_config.memory_alignments", self.memory_config.memory_alignments),
                 blocked,
                 allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
                 as_int64("already-placed lifetime starts", placed_starts),
