@@ -123,10 +123,13 @@ class Planner {
         attempts_(memory_count_ + 1) {
     result_.placements.resize(request.tensors.size());
     result_.bufsizes.assign(memory_count_ + 1, 0);
+    for (Slot j = 0; j < placed_count_; ++j) slot_size_[j] = request.placed[j].tensor.size;
+    for (size_t i = 0; i < request.tensors.size(); ++i) {
+      slot_size_[placed_count_ + static_cast<Slot>(i)] = request.tensors[i].size;
+    }
     for (Slot j = 0; j < placed_count_; ++j) {
-      const PlacedTensor& placed = request.placed[j];
-      slot_size_[j] = placed.tensor.size;
-      AddToMemory(j, placed.placement.mem_id, placed.placement.offset);
+      const Placement& placement = request.placed[j].placement;
+      AddToMemory(j, placement.mem_id, placement.offset);
     }
   }
 
@@ -144,7 +147,6 @@ class Planner {
         until_interrupt_check = kInterruptCheckInterval;
         PollInterrupted();
       }
-      slot_size_[placed_count_ + i] = request_.tensors[i].size;
       const Placement placement = algorithm_ == Algorithm::kPositionBasedGreedy
                                       ? PlacePositionBased(i)
                                       : PlaceByHeuristic(i);
@@ -161,7 +163,7 @@ class Planner {
         std::stable_sort(list.begin(), list.end(),
                          [&](Slot a, Slot b) { return slot_offset_[a] < slot_offset_[b]; });
       }
-      result_.memory_order[m] = list;
+      result_.memory_order[m] = std::move(list);
     }
     return std::move(result_);
   }

@@ -66,12 +66,6 @@ def check_memory_config(memory_config: MemoryConfig) -> None:
         raise ValueError(
             f"memory_config.memory_sizes must list 1..{_core.MAX_MEMORIES} memories, got {sizes!r}"
         )
-    for index, size in enumerate(sizes):
-        if not is_integer(size) or size <= 0:
-            raise ValueError(
-                f"memory_config.memory_sizes[{index}] (memory id {index + 1}) must be a"
-                f" positive integer, got {size!r}"
-            )
     alignments = memory_config.memory_alignments
     if alignments is None:
         raise ValueError("memory_config.memory_alignments must be set (MemoryConfig sets it)")
@@ -88,12 +82,13 @@ def check_memory_config(memory_config: MemoryConfig) -> None:
                 f"memory_config.{name} has {len(values)} entries but memory_sizes has"
                 f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
             )
-    for index, alignment in enumerate(alignments):
-        if not is_integer(alignment) or alignment <= 0:
-            raise ValueError(
-                f"memory_config.memory_alignments[{index}] (memory id {index + 1}) must be a"
-                f" positive integer, got {alignment!r}"
-            )
+    for name, values in (("memory_sizes", sizes), ("memory_alignments", alignments)):
+        for index, value in enumerate(values):
+            if not is_integer(value) or value <= 0:
+                raise ValueError(
+                    f"memory_config.{name}[{index}] (memory id {index + 1}) must be a"
+                    f" positive integer, got {value!r}"
+                )
 
 
 class _CorePlannedAlgo(MemoryPlanningAlgo):
@@ -132,10 +127,9 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             if id(spec) in seen:
                 raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
             seen.add(id(spec))
-        for index, spec in enumerate(placed):
+        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids, strict=True)):
             if id(spec) in seen:
                 raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
-        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids, strict=True)):
             if spec.mem_id != mem_id:
                 raise ValueError(
                     f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
