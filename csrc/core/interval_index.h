@@ -37,6 +37,7 @@ class SlotLayout {
 
   Slot size() const { return static_cast<Slot>(lifetimes_.size()); }
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }
+  const std::vector<Lifetime>& lifetimes() const { return lifetimes_; }
 
  private:
   friend class IntervalIndex;

@@ -1,11 +1,12 @@
 #include "planner.h"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <utility>
 
-#include "interval_index.h"
+#include "occupancy.h"
 #include "str_cat.h"
 
 namespace cadence_memplan {
@@ -104,7 +105,7 @@ std::string CheckRequest(const PlanRequest& request) {
 
 namespace {
 
-// Slots of the interval index: already-placed tensor j is slot j, tensor i to
+// Slots (interval_index.h): already-placed tensor j is slot j, tensor i to
 // place is slot placed.size() + i (the same numbering as ListEntry).
 class Planner {
  public:
@@ -113,19 +114,23 @@ class Planner {
         algorithm_(algorithm),
         placed_count_(static_cast<Slot>(request.placed.size())),
         memory_count_(static_cast<MemId>(request.memories.size())),
-        layout_(AllLifetimes(request)),
-        indexes_(memory_count_ + 1, IntervalIndex(layout_)),
+        table_(AllLifetimes(request)),
         members_(memory_count_ + 1),
         sorted_by_offset_(memory_count_ + 1, false),
-        slot_offset_(layout_.size(), kNoOffset),
-        slot_size_(layout_.size(), 0),
-        slot_sequence_(layout_.size(), 0),
+        holds_zero_size_(memory_count_ + 1, false),
         attempts_(memory_count_ + 1) {
     result_.placements.resize(request.tensors.size());
     result_.bufsizes.assign(memory_count_ + 1, 0);
-    for (Slot j = 0; j < placed_count_; ++j) slot_size_[j] = request.placed[j].tensor.size;
+    result_.occupancy = request.occupancy == Occupancy::kAuto
+                            ? ChooseOccupancy(table_.layout.lifetimes())
+                            : request.occupancy;
+    occupancy_.resize(memory_count_ + 1);
+    for (MemId m = 1; m <= memory_count_; ++m) {
+      occupancy_[m] = MakeOccupancy(result_.occupancy, table_, request.memories[m - 1].alignment);
+    }
+    for (Slot j = 0; j < placed_count_; ++j) table_.size[j] = request.placed[j].tensor.size;
     for (size_t i = 0; i < request.tensors.size(); ++i) {
-      slot_size_[placed_count_ + static_cast<Slot>(i)] = request.tensors[i].size;
+      table_.size[placed_count_ + static_cast<Slot>(i)] = request.tensors[i].size;
     }
     for (Slot j = 0; j < placed_count_; ++j) {
       const Placement& placement = request.placed[j].placement;
@@ -134,7 +139,7 @@ class Planner {
   }
 
   PlanResult Run() {
-    PollInterrupted();  // Building the index sorts every lifetime: poll after it.
+    PollInterrupted();  // Building the indexes sorts every lifetime: poll after it.
     std::vector<TensorIndex> order(request_.tensors.size());
     std::iota(order.begin(), order.end(), TensorIndex{0});
     std::stable_sort(order.begin(), order.end(), [&](TensorIndex a, TensorIndex b) {
@@ -161,7 +166,7 @@ class Planner {
       // appended list gives the same order, since appends come last among ties.
       if (sorted_by_offset_[m]) {
         std::stable_sort(list.begin(), list.end(),
-                         [&](Slot a, Slot b) { return slot_offset_[a] < slot_offset_[b]; });
+                         [&](Slot a, Slot b) { return table_.offset[a] < table_.offset[b]; });
       }
       result_.memory_order[m] = std::move(list);
     }
@@ -182,12 +187,13 @@ class Planner {
   }
 
   void AddToMemory(Slot slot, MemId mem_id, Offset offset) {
-    slot_offset_[slot] = offset;
-    slot_sequence_[slot] = next_sequence_++;
+    table_.offset[slot] = offset;
+    table_.sequence[slot] = next_sequence_++;
     members_[mem_id].push_back(slot);
-    indexes_[mem_id].Insert(slot);
+    occupancy_[mem_id]->Insert(slot);
+    if (table_.size[slot] == 0) holds_zero_size_[mem_id] = true;
     Size& bufsize = result_.bufsizes[mem_id];
-    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offset, slot_size_[slot]),
+    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offset, table_.size[slot]),
                                         request_.memories[mem_id - 1].alignment));
   }
 
@@ -205,32 +211,11 @@ class Planner {
   // First fit: the lowest aligned offset whose storage is free while the
   // tensor lives. Upstream restarts a scan after each conflict, jumping to the
   // aligned end of the conflicting tensor; every aligned offset it jumps over
-  // conflicts with that tensor, so the lowest conflict-free aligned offset is
-  // where it stops too. Here it comes from one sweep over the lifetime-
-  // overlapping tensors by offset.
-  Offset LowestFreeOffset(MemId mem_id, Slot slot) {
-    const Size size = slot_size_[slot];
-    if (size == 0) return 0;  // Zero bytes overlap nothing.
-    const Size alignment = request_.memories[mem_id - 1].alignment;
-    overlapping_.clear();
-    indexes_[mem_id].FindOverlapping(layout_.lifetime(slot), &overlapping_);
-    storage_.clear();
-    for (Slot other : overlapping_) {
-      if (slot_size_[other] > 0) {
-        storage_.emplace_back(slot_offset_[other], SaturatingAdd(slot_offset_[other], slot_size_[other]));
-      }
-    }
-    std::sort(storage_.begin(), storage_.end());
-    Offset candidate = 0;
-    for (const auto& [begin, end] : storage_) {
-      if (begin >= SaturatingAdd(candidate, size)) break;  // Fits before it and all later ones.
-      if (end > candidate) candidate = AlignUp(end, alignment);
-    }
-    return candidate;
-  }
-
+  // conflicts with that tensor, so the lowest conflict-free aligned offset
+  // (MemoryOccupancy::LowestFreeOffset) is where it stops too.
   Placement PlacePositionBased(TensorIndex i) {
     const Slot slot = placed_count_ + i;
+    const Size size = table_.size[slot];
     for (MemId m = 1; m <= memory_count_; ++m) {
       if (!Allowed(m)) {
         attempts_[m] = {Attempt::kNotAllowed, 0};
@@ -240,8 +225,9 @@ class Planner {
         attempts_[m] = {Attempt::kBlocked, 0};
         continue;
       }
-      const Offset offset = LowestFreeOffset(m, slot);
-      if (Fits(m, offset, slot_size_[slot])) return {m, offset};
+      // Zero bytes overlap nothing.
+      const Offset offset = size == 0 ? 0 : occupancy_[m]->LowestFreeOffset(slot);
+      if (Fits(m, offset, size)) return {m, offset};
       attempts_[m] = {Attempt::kNoRoom, offset};
     }
     throw Failure(i);
@@ -249,7 +235,7 @@ class Planner {
 
   Placement PlaceByHeuristic(TensorIndex i) {
     const Slot slot = placed_count_ + i;
-    const Size size = slot_size_[slot];
+    const Size size = table_.size[slot];
     Offset carried = request_.keep_incoming_offset && !request_.incoming_offsets.empty()
                          ? request_.incoming_offsets[i]
                          : kNoOffset;
@@ -266,30 +252,33 @@ class Planner {
         attempts_[m] = {Attempt::kNotAllowed, 0};
         continue;
       }
-      const Size alignment = request_.memories[m - 1].alignment;
-      overlapping_.clear();
-      indexes_[m].FindOverlapping(layout_.lifetime(slot), &overlapping_);
-      SortInListOrder(m, &overlapping_);
-      Offset running_end = 0;
-      Size smallest_gap = -1;  // -1: no gap found yet.
-      for (Slot other : overlapping_) {
-        const Size gap = slot_offset_[other] - running_end;
-        if (gap >= size && (smallest_gap < 0 || gap < smallest_gap)) {
-          smallest_gap = gap;
-          carried = running_end;
-        }
-        running_end = std::max(
-            running_end, AlignUp(SaturatingAdd(slot_offset_[other], slot_size_[other]), alignment));
+      // The memory's occupancy answers with holes only where holes alone
+      // decide (occupancy.h); elsewhere scan the tensors themselves, in
+      // upstream's list order.
+      const bool scan_listed = size == 0 || holds_zero_size_[m] ||
+                               (!sorted_by_offset_[m] && !members_[m].empty());
+      bool may_collide = true;
+      if (scan_listed) {
+        ListOverlappingInListOrder(m, slot);
+        carried = ScanListed(m, size, carried);
+      } else {
+        const SmallestHole hole = occupancy_[m]->FindSmallestHole(slot);
+        // Only a kept incoming offset can meet a tensor alive with this one.
+        may_collide = hole.begin == kNoOffset && carried != kNoOffset;
+        if (hole.begin != kNoOffset) carried = hole.begin;
+        if (carried == kNoOffset) carried = hole.top;
       }
-      if (carried == kNoOffset) carried = running_end;
       if (!Fits(m, carried, size)) {
         attempts_[m] = {Attempt::kNoRoom, carried};
         carried = kNoOffset;
         continue;
       }
-      for (Slot other : overlapping_) {
-        if (StorageOverlaps(carried, size, slot_offset_[other], slot_size_[other])) {
-          throw Conflict(i, m, carried, other);
+      if (may_collide && (scan_listed || occupancy_[m]->MayCollide(slot, carried))) {
+        if (!scan_listed) ListOverlappingInListOrder(m, slot);
+        for (Slot other : overlapping_) {
+          if (StorageOverlaps(carried, size, table_.offset[other], table_.size[other])) {
+            throw Conflict(i, m, carried, other);
+          }
         }
       }
       return {m, carried};
@@ -297,17 +286,39 @@ class Planner {
     throw Failure(i);
   }
 
-  // Upstream scans `allocated_buffers[m]` in list order: insertion order until
-  // the first placement in m, then (offset, insertion order).
-  void SortInListOrder(MemId mem_id, std::vector<Slot>* slots) const {
+  // Upstream's gap scan over overlapping_ in list order: the smallest gap
+  // that holds `size` (the first among equals), else `carried` if set, else
+  // the largest aligned end.
+  Offset ScanListed(MemId mem_id, Size size, Offset carried) const {
+    const Size alignment = request_.memories[mem_id - 1].alignment;
+    Offset running_end = 0;
+    Size smallest_gap = -1;  // -1: no gap found yet.
+    for (Slot other : overlapping_) {
+      const Size gap = table_.offset[other] - running_end;
+      if (gap >= size && (smallest_gap < 0 || gap < smallest_gap)) {
+        smallest_gap = gap;
+        carried = running_end;
+      }
+      running_end = std::max(
+          running_end, AlignUp(SaturatingAdd(table_.offset[other], table_.size[other]), alignment));
+    }
+    return carried == kNoOffset ? running_end : carried;
+  }
+
+  // Fills overlapping_ with the tensors of the memory alive with `slot`, in
+  // upstream's list order: insertion order until the first placement in the
+  // memory, then (offset, insertion order).
+  void ListOverlappingInListOrder(MemId mem_id, Slot slot) {
+    overlapping_.clear();
+    occupancy_[mem_id]->FindOverlapping(slot, &overlapping_);
     if (sorted_by_offset_[mem_id]) {
-      std::sort(slots->begin(), slots->end(), [&](Slot a, Slot b) {
-        return slot_offset_[a] != slot_offset_[b] ? slot_offset_[a] < slot_offset_[b]
-                                                  : slot_sequence_[a] < slot_sequence_[b];
+      std::sort(overlapping_.begin(), overlapping_.end(), [&](Slot a, Slot b) {
+        return table_.offset[a] != table_.offset[b] ? table_.offset[a] < table_.offset[b]
+                                                    : table_.sequence[a] < table_.sequence[b];
       });
     } else {
-      std::sort(slots->begin(), slots->end(),
-                [&](Slot a, Slot b) { return slot_sequence_[a] < slot_sequence_[b]; });
+      std::sort(overlapping_.begin(), overlapping_.end(),
+                [&](Slot a, Slot b) { return table_.sequence[a] < table_.sequence[b]; });
     }
   }
 
@@ -347,7 +358,7 @@ class Planner {
     } else {
       out << "tensor " << other - placed_count_;
     }
-    out << " at offset " << slot_offset_[other] << " (upstream's heuristic keeps an incoming "
+    out << " at offset " << table_.offset[other] << " (upstream's heuristic keeps an incoming "
         << "offset, or scans placed tensors in their given order, and then fails its assertion)";
     return PlanningFailure(i, out.str());
   }
@@ -356,13 +367,11 @@ class Planner {
   const Algorithm algorithm_;
   const Slot placed_count_;
   const MemId memory_count_;
-  SlotLayout layout_;
-  std::vector<IntervalIndex> indexes_;       // By memory id.
-  std::vector<std::vector<Slot>> members_;   // By memory id, in insertion order.
-  std::vector<bool> sorted_by_offset_;       // By memory id.
-  std::vector<Offset> slot_offset_;
-  std::vector<Size> slot_size_;
-  std::vector<int64_t> slot_sequence_;       // Insertion order into any memory.
+  SlotTable table_;
+  std::vector<std::unique_ptr<MemoryOccupancy>> occupancy_;  // By memory id.
+  std::vector<std::vector<Slot>> members_;  // By memory id, in insertion order.
+  std::vector<bool> sorted_by_offset_;      // By memory id.
+  std::vector<bool> holds_zero_size_;       // By memory id.
   int64_t next_sequence_ = 0;
   PlanResult result_;
   // Why each memory was rejected for the tensor being placed, for the error.
@@ -371,9 +380,7 @@ class Planner {
     Offset offset = 0;
   };
   std::vector<Attempt> attempts_;
-  // Scratch buffers reused across placements.
-  std::vector<Slot> overlapping_;
-  std::vector<std::pair<Offset, Offset>> storage_;
+  std::vector<Slot> overlapping_;  // Scratch, reused across placements.
 };
 
 }  // namespace

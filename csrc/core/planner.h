@@ -59,6 +59,10 @@ struct PlanRequest {
   std::vector<Offset> incoming_offsets;
   // Reproduce upstream's "keep the incoming offset" quirk (see above).
   bool keep_incoming_offset = true;
+  // How each memory finds the tensors alive with the one being placed. Every
+  // choice gives the same plan (occupancy.h); kAuto picks the fastest for the
+  // request's lifetimes, and the others exist for tests and benchmarks.
+  Occupancy occupancy = Occupancy::kAuto;
   // Polled every kInterruptCheckInterval placements; returning true abandons
   // the plan with Interrupted. Lets a caller honour Ctrl-C in a long plan.
   std::function<bool()> interrupted;
@@ -80,6 +84,8 @@ struct PlanResult {
   // Indexed by memory id 0..N: the memory's list order after the call, as
   // upstream leaves `state.allocated_buffers[m]`.
   std::vector<std::vector<ListEntry>> memory_order;
+  // The occupancy used: the request's, or what kAuto chose. Never kAuto.
+  Occupancy occupancy = Occupancy::kAuto;
 };
 
 // The request breaks a precondition; nothing was planned.

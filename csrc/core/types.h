@@ -61,6 +61,15 @@ struct Placement {
   Offset offset = kNoOffset;
 };
 
+// How a memory answers "which bytes are taken while this tensor lives?".
+// Every choice gives the same plan; they differ only in speed (occupancy.h).
+enum class Occupancy {
+  kAuto,           // The planner picks from the number of lifetime-overlapping pairs.
+  kIntervalIndex,  // List the overlapping tensors, then sort them: few alive at once.
+  kSegmentTree,    // Merged free space over a segment tree: thousands alive at once.
+  kScan,           // Scan every tensor of the memory: the naive baseline, for benchmarks.
+};
+
 // A tensor that already sits in a memory before a planning call (upstream's
 // `state.allocated_buffers`, e.g. offset-pinned tensors).
 struct PlacedTensor {

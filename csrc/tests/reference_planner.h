@@ -347,24 +347,37 @@ struct Comparison {
   std::string problem;                  // "" when every oracle holds.
 };
 
-// Plans `r` with the core and judges the outcome: CheckRequest complains
-// exactly when RequestIsValid does, and InvalidInput (with its message) exactly
-// then; otherwise the reference's placements, bufsizes and memory order, or
-// PlanningFailure on the same tensor; and every plan passes
-// PlanValidityProblem.
-inline Comparison CompareWithReference(const PlanRequest& r, Algorithm algorithm) {
-  const std::string invalid = CheckRequest(r);
-  Comparison c;
-  if (invalid.empty() != RequestIsValid(r)) {
-    c.problem = invalid.empty() ? "CheckRequest accepts a request that breaks its rules"
-                                : "CheckRequest rejects a valid request: " + invalid;
-    c.problem += "\n    on " + Describe(r);
-    return c;
+// Every way the core can answer for a memory (occupancy.h): each must give
+// the reference's plan, and kAuto must resolve to one of the others.
+inline constexpr Occupancy kEveryOccupancy[] = {Occupancy::kAuto, Occupancy::kIntervalIndex,
+                                                Occupancy::kSegmentTree, Occupancy::kScan};
+
+inline const char* Name(Occupancy o) {
+  switch (o) {
+    case Occupancy::kAuto: return "auto";
+    case Occupancy::kIntervalIndex: return "interval index";
+    case Occupancy::kSegmentTree: return "segment tree";
+    case Occupancy::kScan: return "scan";
   }
+  return "?";
+}
+
+// Plans `request` with the core under `occupancy` and judges the outcome
+// against the reference's (`expected`, or `expected_failure`): CheckRequest
+// complains exactly when RequestIsValid does, and InvalidInput (with its
+// message) exactly then; otherwise the reference's placements, bufsizes and
+// memory order, or PlanningFailure on the same tensor; and every plan passes
+// PlanValidityProblem.
+inline Comparison CompareOccupancy(PlanRequest request, Algorithm algorithm, Occupancy occupancy,
+                                   const std::string& invalid,
+                                   const std::optional<RefResult>& expected,
+                                   const std::optional<TensorIndex>& expected_failure) {
+  request.occupancy = occupancy;
+  Comparison c;
   std::optional<PlanResult> actual;
   std::optional<TensorIndex> actual_failure;
   try {
-    actual = Plan(r, algorithm);
+    actual = Plan(request, algorithm);
   } catch (const PlanningFailure& f) {
     c.outcome = Outcome::kPlanningFailure;
     actual_failure = f.tensor();
@@ -377,36 +390,62 @@ inline Comparison CompareWithReference(const PlanRequest& r, Algorithm algorithm
   } catch (const std::exception& e) {
     c.problem = std::string("unexpected exception: ") + e.what();
   }
-  if (c.problem.empty() && !invalid.empty() && c.outcome != Outcome::kInvalidInput) {
+  if (!c.problem.empty() || c.outcome == Outcome::kInvalidInput) return c;
+  if (!invalid.empty()) {
     c.problem = "no InvalidInput although CheckRequest says \"" + invalid + "\"";
+  } else if (actual_failure.has_value() != expected_failure.has_value()) {
+    c.problem = actual_failure ? "PlanningFailure on tensor " + std::to_string(*actual_failure) +
+                                     " but the reference plans"
+                               : "a plan but the reference fails on tensor " +
+                                     std::to_string(*expected_failure);
+  } else if (actual_failure) {
+    c.problem = Mismatch("failing tensors", *actual_failure, *expected_failure);
+  } else {
+    c.problem = Mismatch("placements", actual->placements, expected->placements);
+    if (c.problem.empty()) c.problem = Mismatch("bufsizes", actual->bufsizes, expected->bufsizes);
+    if (c.problem.empty()) {
+      c.problem = Mismatch("memory orders", actual->memory_order, expected->memory_order);
+    }
+    if (c.problem.empty()) c.problem = PlanValidityProblem(request, algorithm, *actual);
+    const bool resolved = occupancy == Occupancy::kAuto ? actual->occupancy != Occupancy::kAuto
+                                                        : actual->occupancy == occupancy;
+    if (c.problem.empty() && !resolved) {
+      c.problem = std::string("the plan reports occupancy ") + Name(actual->occupancy);
+    }
   }
-  if (c.problem.empty() && invalid.empty() && c.outcome != Outcome::kInvalidInput) {
-    std::optional<RefResult> expected;
-    std::optional<TensorIndex> expected_failure;
+  return c;
+}
+
+// Plans `r` with the core under every occupancy and holds each plan to the
+// naive reference (CompareOccupancy). The outcome is the automatic choice's.
+inline Comparison CompareWithReference(const PlanRequest& r, Algorithm algorithm) {
+  const std::string invalid = CheckRequest(r);
+  Comparison result;
+  if (invalid.empty() != RequestIsValid(r)) {
+    result.problem = invalid.empty() ? "CheckRequest accepts a request that breaks its rules"
+                                     : "CheckRequest rejects a valid request: " + invalid;
+    result.problem += "\n    on " + Describe(r);
+    return result;
+  }
+  std::optional<RefResult> expected;
+  std::optional<TensorIndex> expected_failure;
+  if (invalid.empty()) {
     try {
       expected = Reference(r).Run(algorithm);
     } catch (const RefFailure& f) {
       expected_failure = f.tensor;
     }
-    if (actual_failure.has_value() != expected_failure.has_value()) {
-      c.problem = actual_failure ? "PlanningFailure on tensor " + std::to_string(*actual_failure) +
-                                       " but the reference plans"
-                                 : "a plan but the reference fails on tensor " +
-                                       std::to_string(*expected_failure);
-    } else if (actual_failure) {
-      c.problem = Mismatch("failing tensors", *actual_failure, *expected_failure);
-    } else {
-      c.problem = Mismatch("placements", actual->placements, expected->placements);
-      if (c.problem.empty()) c.problem = Mismatch("bufsizes", actual->bufsizes, expected->bufsizes);
-      if (c.problem.empty()) {
-        c.problem = Mismatch("memory orders", actual->memory_order, expected->memory_order);
-      }
-      if (c.problem.empty()) c.problem = PlanValidityProblem(r, algorithm, *actual);
+  }
+  for (Occupancy occupancy : kEveryOccupancy) {
+    Comparison c = CompareOccupancy(r, algorithm, occupancy, invalid, expected, expected_failure);
+    if (occupancy == Occupancy::kAuto) result.outcome = c.outcome;
+    if (!c.problem.empty()) {
+      result.problem = std::string(Name(algorithm)) + " with occupancy " + Name(occupancy) +
+                       ": " + c.problem + "\n    on " + Describe(r);
+      break;
     }
   }
-  if (!c.problem.empty()) c.problem = std::string(Name(algorithm)) + ": " + c.problem +
-                                      "\n    on " + Describe(r);
-  return c;
+  return result;
 }
 
 }  // namespace cadence_memplan::reference

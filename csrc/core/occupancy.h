@@ -1,0 +1,94 @@
+// MemoryOccupancy: the questions a placer asks one memory, and three ways to
+// answer them (see Occupancy in types.h), all exact.
+//
+//   * kIntervalIndex lists the k tensors alive with the one being placed
+//     (interval_index.h) and sorts them by offset: O(log n + k log k). Best
+//     when k is small, as in most exported models.
+//   * kSegmentTree keeps merged byte segments in a segment tree over time
+//     (occupancy_tree.h): the cost follows the holes, not k. Best when
+//     thousands of tensors are alive at once. It also keeps an interval index
+//     for the questions the merged segments cannot answer (see below).
+//   * kScan scans every tensor of the memory in offset order, as TFLM's
+//     planner and TFLite's greedy_by_size do: O(n). It is the simplest
+//     correct native planner, kept as the benchmarks' baseline.
+//
+// Why merged segments are exact. A tensor at `offset` with `size` bytes in a
+// memory of alignment A blocks the segment [offset, AlignUp(offset + size, A)):
+//   * First fit only ever tries aligned offsets (0 and aligned ends), and an
+//     aligned offset c meets [offset, offset + size) exactly when it meets
+//     the aligned segment. So the lowest fit is the begin of the lowest hole
+//     of the union that holds the size, or the union's top.
+//   * Best fit scans the tensors in (offset, insertion) order and measures
+//     each gap from the largest aligned end so far. For size > 0 only
+//     positive gaps count, and the positive gaps of that scan are exactly the
+//     holes of the union, in order; ties between equal offsets only make
+//     gaps of zero. A zero-size tensor, though, splits a hole without taking
+//     a byte, so best fit falls back to the listed tensors in a memory that
+//     holds one (the planner decides; FindSmallestHole requires none).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "interval_index.h"
+#include "occupancy_tree.h"
+#include "types.h"
+
+namespace cadence_memplan {
+
+// What the planner knows of every slot (interval_index.h), shared by the
+// occupancy of every memory. Offsets and sequences are set on insertion.
+struct SlotTable {
+  explicit SlotTable(std::vector<Lifetime> lifetimes)
+      : layout(lifetimes),
+        axis(lifetimes),
+        size(lifetimes.size(), 0),
+        offset(lifetimes.size(), kNoOffset),
+        sequence(lifetimes.size(), 0) {}
+
+  SlotLayout layout;  // Lifetimes, and the interval indexes' tree shape.
+  TimeAxis axis;      // The occupancy trees' leaves.
+  std::vector<Size> size;
+  std::vector<Offset> offset;
+  std::vector<int64_t> sequence;  // Insertion order into any memory.
+};
+
+class MemoryOccupancy {
+ public:
+  virtual ~MemoryOccupancy() = default;
+
+  // Adds a slot whose offset and sequence the table already holds.
+  virtual void Insert(Slot slot) = 0;
+
+  // For a slot of size > 0: the lowest offset that is 0 or an aligned end of
+  // a tensor alive with it, at which its storage meets none (first fit).
+  virtual Offset LowestFreeOffset(Slot slot) const = 0;
+
+  // For a slot of size > 0, in a memory that holds no zero-size tensor:
+  // upstream's best-fit scan over the tensors alive with the slot, in
+  // (offset, insertion) order.
+  virtual SmallestHole FindSmallestHole(Slot slot) const = 0;
+
+  // False when the slot's storage at `offset` meets no tensor alive with it;
+  // true when it may (the caller then checks the listed tensors).
+  virtual bool MayCollide(Slot slot, Offset offset) const = 0;
+
+  // Appends every inserted slot whose lifetime overlaps the slot's, in no
+  // particular order.
+  virtual void FindOverlapping(Slot slot, std::vector<Slot>* out) const = 0;
+};
+
+// `occupancy` must not be kAuto. `table` must outlive the result.
+std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTable& table,
+                                               Size alignment);
+
+// The tree pays off when the placements see many tensors alive at once. The
+// number of lifetime-overlapping pairs is exactly the number of tensors all
+// placements together would list if every tensor went to one memory; divided
+// by the tensor count it is the average k.
+inline constexpr int64_t kSegmentTreeMinAverageOverlaps = 256;
+
+// The occupancy kAuto stands for, for these lifetimes. O(n log n).
+Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes);
+
+}  // namespace cadence_memplan

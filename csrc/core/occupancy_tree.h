@@ -1,0 +1,108 @@
+// OccupancyTree: which bytes of one memory are taken while a given tensor
+// lives, answered as merged segments rather than as the tensors themselves.
+//
+// The interval index (interval_index.h) lists the k tensors whose lifetimes
+// overlap a query, and a placer then sorts them by offset: O(k log k) per
+// placement. On graphs with thousands of tensors alive at once that sort is
+// the whole cost. Yet the placers only ever look at the holes between those
+// tensors, and thousands of overlapping tensors leave only tens of holes.
+//
+// Structure: a segment tree over time whose leaves are the distinct start
+// times of all lifetimes (a TimeAxis). Every node keeps the union of some
+// tensors' byte segments, as a sorted vector of disjoint, merged segments:
+//   * covers_[v]: tensors whose lifetime's canonical decomposition contains v;
+//   * starts_[v]: tensors whose start leaf lies under v.
+// A tensor alive during [s, e] either covers s, and then sits in covers_ of an
+// ancestor of leaf(s), or starts within (s, e], and then sits in starts_ of a
+// canonical node of (s, e]. So the bytes taken during [s, e] are the union of
+// O(log T) sorted lists, and a query costs O(m log log T) for the m segments
+// in those lists, however many tensors they merge.
+//
+// Segments are half-open byte ranges [begin, end). Lifetimes are inclusive
+// [start, end] (types.h); empty ones overlap nothing and are never stored.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "types.h"
+
+namespace cadence_memplan {
+
+// A half-open byte range [begin, end); empty when begin >= end.
+struct Segment {
+  Offset begin = 0;
+  Offset end = 0;
+};
+
+// The distinct start times of a set of lifetimes, which become the leaves of
+// every OccupancyTree built on it.
+class TimeAxis {
+ public:
+  explicit TimeAxis(const std::vector<Lifetime>& lifetimes);
+
+  int64_t leaf_count() const { return static_cast<int64_t>(starts_.size()); }
+
+  // The leaves [first, last] a non-empty lifetime covers. Its start must be
+  // one of the axis's start times.
+  std::pair<int64_t, int64_t> Leaves(const Lifetime& lifetime) const;
+
+ private:
+  std::vector<Time> starts_;  // Ascending, distinct.
+};
+
+// The earliest of the smallest holes, for the best-fit placer.
+struct SmallestHole {
+  Offset begin = kNoOffset;  // kNoOffset: no hole holds the size.
+  Offset top = 0;            // The end of the highest segment, 0 without any.
+};
+
+class OccupancyTree {
+ public:
+  // The tree starts empty; `axis` must outlive it.
+  explicit OccupancyTree(const TimeAxis& axis) : axis_(&axis) {}
+
+  // Records that `segment` is taken during `lifetime` (one of the axis's
+  // lifetimes). Empty lifetimes and empty segments are ignored.
+  void Insert(const Lifetime& lifetime, Segment segment);
+
+  // The lowest hole of at least `size` > 0 bytes among the segments taken
+  // during `lifetime`: its begin, or the top when no hole below the top holds it.
+  Offset LowestHole(const Lifetime& lifetime, Size size) const;
+
+  // The smallest hole of at least `size` > 0 bytes, the lowest among equals,
+  // and the top.
+  SmallestHole FindSmallestHole(const Lifetime& lifetime, Size size) const;
+
+  // Whether `segment` meets a segment taken during `lifetime`.
+  bool Intersects(const Lifetime& lifetime, Segment segment) const;
+
+ private:
+  using SegmentList = std::vector<Segment>;
+
+  // Points `lists_` at the non-empty lists whose union is the bytes taken
+  // during `lifetime`.
+  void GatherLists(const Lifetime& lifetime) const;
+  static void AddToList(SegmentList* list, Segment segment);
+
+  // Visits the union of lists_ in offset order, as maximal runs of touching
+  // or overlapping segments; stops when `visit(run)` returns true.
+  template <typename Visit>
+  void VisitUnion(Visit&& visit) const;
+
+  const TimeAxis* axis_;
+  // Heap-ordered over the axis's leaves (leaf i is node leaf_count + i); both
+  // are allocated on the first insertion, so an unused memory costs nothing.
+  std::vector<SegmentList> covers_;
+  std::vector<SegmentList> starts_;
+  // Scratch for queries.
+  struct Cursor {
+    const Segment* next;
+    const Segment* end;
+  };
+  mutable std::vector<const SegmentList*> lists_;
+  mutable std::vector<Cursor> heap_;
+};
+
+}  // namespace cadence_memplan
