@@ -2,80 +2,93 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace cadence_memplan {
 namespace {
-constexpr Time kNothing = std::numeric_limits<Time>::min();
+
+constexpr int64_t kMinBucketWidth = 8;
+constexpr int64_t kMaxBucketWidth = 1024;
+
+// The mean number of distinct starts a non-empty lifetime spans, estimated
+// from the mean length and the mean spacing of the starts, as a power of two
+// in [kMinBucketWidth, kMaxBucketWidth]. Doubles: times may span 2^64.
+int64_t BucketWidth(const std::vector<Lifetime>& lifetimes, const TimeAxis& axis) {
+  if (axis.size() < 2) return kMinBucketWidth;
+  double total_length = 0;
+  double count = 0;
+  for (const Lifetime& lifetime : lifetimes) {
+    if (lifetime.empty()) continue;
+    total_length += static_cast<double>(lifetime.end) - static_cast<double>(lifetime.start) + 1;
+    count += 1;
+  }
+  const double spacing = (static_cast<double>(axis[axis.size() - 1]) - static_cast<double>(axis[0])) /
+                         static_cast<double>(axis.size() - 1);
+  const double starts_spanned = total_length / count / spacing;
+  int64_t width = kMinBucketWidth;
+  while (width < kMaxBucketWidth && static_cast<double>(width) < starts_spanned) width *= 2;
+  return width;
+}
+
 }  // namespace
 
-SlotLayout::SlotLayout(const std::vector<Lifetime>& lifetimes) : lifetimes_(lifetimes) {
-  const Slot count = size();
-  slot_of_leaf_.resize(count);
-  std::iota(slot_of_leaf_.begin(), slot_of_leaf_.end(), Slot{0});
-  // Ties by slot keep the layout independent of the sort implementation.
-  std::sort(slot_of_leaf_.begin(), slot_of_leaf_.end(), [&](Slot a, Slot b) {
-    return lifetimes_[a].start != lifetimes_[b].start ? lifetimes_[a].start < lifetimes_[b].start
-                                                      : a < b;
-  });
-  leaf_of_slot_.resize(count);
-  start_of_leaf_.resize(count);
-  for (int64_t leaf = 0; leaf < count; ++leaf) {
-    leaf_of_slot_[slot_of_leaf_[leaf]] = leaf;
-    start_of_leaf_[leaf] = lifetimes_[slot_of_leaf_[leaf]].start;
+TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
+  starts_.reserve(lifetimes.size());
+  for (const Lifetime& lifetime : lifetimes) {
+    if (!lifetime.empty()) starts_.push_back(lifetime.start);
   }
-  constexpr int64_t kBucketSize = IntervalIndex::kBucketSize;
-  while (bucket_base_ * kBucketSize < count) bucket_base_ *= 2;
-  first_start_.assign(2 * bucket_base_, std::numeric_limits<Time>::max());
-  for (int64_t bucket = 0; bucket * kBucketSize < count; ++bucket) {
-    first_start_[bucket_base_ + bucket] = start_of_leaf_[bucket * kBucketSize];
+  std::sort(starts_.begin(), starts_.end());
+  starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+}
+
+std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
+  const auto first = std::lower_bound(starts_.begin(), starts_.end(), lifetime.start);
+  const auto past_last = std::upper_bound(first, starts_.end(), lifetime.end);
+  return {first - starts_.begin(), (past_last - starts_.begin()) - 1};
+}
+
+SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
+    : lifetimes_(std::move(lifetimes)), axis_(lifetimes_) {
+  const int64_t width = BucketWidth(lifetimes_, axis_);
+  for (int64_t position = 0; position < axis_.size(); position += width) {
+    bucket_begin_.push_back(axis_[position]);
   }
-  for (int64_t node = bucket_base_ - 1; node >= 1; --node) {
-    first_start_[node] = first_start_[2 * node];
+  // Every non-empty lifetime starts on the axis, so at or after bucket 0's begin.
+  const auto bucket_of = [&](Time time) {
+    return static_cast<Bucket>(
+        std::upper_bound(bucket_begin_.begin(), bucket_begin_.end(), time) -
+        bucket_begin_.begin() - 1);
+  };
+  buckets_of_slot_.resize(lifetimes_.size());
+  for (size_t slot = 0; slot < lifetimes_.size(); ++slot) {
+    const Lifetime& lifetime = lifetimes_[slot];
+    if (!lifetime.empty()) buckets_of_slot_[slot] = {bucket_of(lifetime.start), bucket_of(lifetime.end)};
   }
 }
 
 void IntervalIndex::Insert(Slot slot) {
+  const auto [first, last] = layout_->buckets_of_slot_[slot];
+  if (first > last) return;
+  if (buckets_.empty()) buckets_.resize(layout_->bucket_begin_.size());
   const Lifetime& lifetime = layout_->lifetimes_[slot];
-  if (lifetime.empty()) return;
-  if (max_end_.empty()) {
-    end_of_leaf_.assign(layout_->lifetimes_.size(), kNothing);
-    max_end_.assign(2 * layout_->bucket_base_, kNothing);
-  }
-  const int64_t leaf = layout_->leaf_of_slot_[slot];
-  end_of_leaf_[leaf] = lifetime.end;
-  for (int64_t node = layout_->bucket_base_ + leaf / kBucketSize;
-       node >= 1 && max_end_[node] < lifetime.end; node /= 2) {
-    max_end_[node] = lifetime.end;
-  }
+  for (auto bucket = first; bucket <= last; ++bucket) buckets_[bucket].push_back({lifetime, slot});
 }
 
-void IntervalIndex::FindOverlapping(const Lifetime& query, std::vector<Slot>* out) const {
-  if (max_end_.empty() || query.empty()) return;
-  Collect(1, 0, layout_->bucket_base_, query, out);
-}
-
-void IntervalIndex::Collect(int64_t node, int64_t first_bucket, int64_t bucket_count,
-                            const Lifetime& query, std::vector<Slot>* out) const {
-  if (max_end_[node] == kNothing || max_end_[node] < query.start ||
-      layout_->first_start_[node] > query.end) {
-    return;
-  }
-  if (bucket_count == 1) {
-    const int64_t begin = first_bucket * kBucketSize;
-    const int64_t end = std::min(begin + kBucketSize, layout_->size());
-    for (int64_t leaf = begin; leaf < end; ++leaf) {
-      // Starts ascend within a bucket: past the query's end, nothing can overlap.
-      if (layout_->start_of_leaf_[leaf] > query.end) break;
-      if (end_of_leaf_[leaf] != kNothing && end_of_leaf_[leaf] >= query.start) {
-        out->push_back(layout_->slot_of_leaf_[leaf]);
+void IntervalIndex::FindOverlapping(Slot query, std::vector<Slot>* out) const {
+  if (buckets_.empty()) return;
+  const auto [first, last] = layout_->buckets_of_slot_[query];
+  const Lifetime& lifetime = layout_->lifetimes_[query];
+  for (auto bucket = first; bucket <= last; ++bucket) {
+    // An entry that starts before this bucket is also in the previous one,
+    // which reports it unless this is the query's first bucket.
+    const Time begin = bucket == first ? std::numeric_limits<Time>::min()
+                                       : layout_->bucket_begin_[bucket];
+    for (const Entry& entry : buckets_[bucket]) {
+      if (entry.lifetime.start <= lifetime.end && entry.lifetime.end >= lifetime.start &&
+          entry.lifetime.start >= begin) {
+        out->push_back(entry.slot);
       }
     }
-    return;
   }
-  const int64_t half = bucket_count / 2;
-  Collect(2 * node, first_bucket, half, query, out);
-  Collect(2 * node + 1, first_bucket + half, half, query, out);
 }
 
 }  // namespace cadence_memplan

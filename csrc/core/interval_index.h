@@ -3,81 +3,104 @@
 //
 // Both placers ask this once per (tensor, memory) they try. Upstream answers it
 // by scanning every tensor already placed in the memory, which makes planning
-// quadratic. The index answers it in O(log n + k log(n / k)) for k reported
-// tensors, and an insertion costs O(log n).
+// quadratic.
 //
 // Structure: every lifetime that may ever be inserted is known before planning
-// starts, so the index is a static, perfectly balanced tree over those
-// lifetimes sorted by start, augmented with the maximum end of the inserted
-// lifetimes below each node (the augmented interval tree of XLA's heap
-// simulator, without rebalancing). A query for [s, e] prunes every subtree
-// whose first start is > e or whose max end is < s.
-// The tree's leaves are buckets of kBucketSize consecutive lifetimes, scanned
-// linearly: the tensors overlapping a query mostly start close together, so
-// a few short scans replace many tree nodes.
+// starts (a SlotLayout), so time can be cut into buckets up front. Bucket b
+// spans the start times from the (b * width)-th distinct start of all
+// lifetimes up to the next bucket's first. An inserted lifetime is appended to
+// every bucket it meets, as an entry that carries its start and end, and a
+// query scans the entries of the buckets it meets; an entry is reported by
+// the first of those buckets that holds it, so once.
+//
+// Why buckets and not a tree: the placers visit tensors by size, so queries
+// land at random times, and a tree's descent costs a cache miss per level. A
+// query here reads one or two contiguous runs of entries. The width is the
+// mean number of distinct starts a lifetime spans (within [8, 1024]), which
+// keeps both the copies of a long lifetime (its length / width) and the
+// entries a query scans (about width + live tensors per bucket) small. When
+// thousands of tensors are alive at once the occupancy tree (occupancy_tree.h)
+// answers the placers instead, and this index only lists tensors for rare
+// fallbacks.
+//
 // Lifetimes are inclusive [start, end]; empty ones (start > end) are never
 // stored and never reported.
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <utility>
 #include <vector>
 
 #include "types.h"
 
 namespace cadence_memplan {
 
-using Slot = int64_t;  // Identifies one lifetime of the universe; 0..size-1.
+using Slot = int64_t;  // Identifies one lifetime of a SlotLayout; 0..size-1.
 
-// The lifetimes an IntervalIndex may hold, sorted once and shared by the
-// indexes of all memories.
+// The distinct start times of the non-empty lifetimes, ascending.
+class TimeAxis {
+ public:
+  explicit TimeAxis(const std::vector<Lifetime>& lifetimes);
+
+  int64_t size() const { return static_cast<int64_t>(starts_.size()); }
+  Time operator[](int64_t position) const { return starts_[position]; }
+
+  // The positions [first, last] of the starts inside a non-empty lifetime;
+  // empty (first > last) when none is.
+  std::pair<int64_t, int64_t> Span(const Lifetime& lifetime) const;
+
+ private:
+  std::vector<Time> starts_;
+};
+
+// The lifetimes an IntervalIndex may hold, and the buckets they share with
+// the indexes of all memories.
 class SlotLayout {
  public:
-  explicit SlotLayout(const std::vector<Lifetime>& lifetimes);
+  explicit SlotLayout(std::vector<Lifetime> lifetimes);
 
   Slot size() const { return static_cast<Slot>(lifetimes_.size()); }
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }
   const std::vector<Lifetime>& lifetimes() const { return lifetimes_; }
+  const TimeAxis& axis() const { return axis_; }
 
  private:
   friend class IntervalIndex;
+  using Bucket = int32_t;  // Buckets hold at least 8 distinct starts each.
+  struct BucketRange {
+    Bucket first = 0;
+    Bucket last = -1;  // Empty for an empty lifetime.
+  };
+
   std::vector<Lifetime> lifetimes_;
-  std::vector<Slot> slot_of_leaf_;  // Leaf i holds the i-th lifetime by start.
-  std::vector<Time> start_of_leaf_;  // Ascending; scanned with end_of_leaf_.
-  std::vector<int64_t> leaf_of_slot_;
-  int64_t bucket_base_ = 1;  // Number of buckets, rounded up to a power of two.
-  // first_start_[node]: smallest start under a node of the bucket tree (see
-  // IntervalIndex::max_end_), or +infinity under a node past the last leaf.
-  std::vector<Time> first_start_;
+  TimeAxis axis_;
+  // bucket_begin_[b]: the first start time of bucket b, ascending.
+  std::vector<Time> bucket_begin_;
+  // The buckets each slot's lifetime meets, found once rather than per query.
+  std::vector<BucketRange> buckets_of_slot_;
 };
 
 class IntervalIndex {
  public:
-  static constexpr int64_t kBucketSize = 16;
-
   // The index starts empty; `layout` must outlive it.
   explicit IntervalIndex(const SlotLayout& layout) : layout_(&layout) {}
 
-  // Adds a slot. Empty lifetimes are ignored: they overlap nothing. A lifetime
-  // ending at INT64_MIN is not supported (the index uses it as "nothing");
-  // the planner only passes non-negative times.
+  // Adds a slot. Empty lifetimes are ignored: they overlap nothing.
   void Insert(Slot slot);
 
-  // Appends to `out` every inserted slot whose lifetime overlaps `query`, in
-  // no particular order.
-  void FindOverlapping(const Lifetime& query, std::vector<Slot>* out) const;
+  // Appends to `out` every inserted slot whose lifetime overlaps the lifetime
+  // of slot `query` (which need not be inserted), in no particular order.
+  void FindOverlapping(Slot query, std::vector<Slot>* out) const;
 
  private:
-  void Collect(int64_t node, int64_t first_bucket, int64_t bucket_count, const Lifetime& query,
-               std::vector<Slot>* out) const;
+  struct Entry {
+    Lifetime lifetime;
+    Slot slot;
+  };
 
   const SlotLayout* layout_;
-  // Both are allocated on the first insertion, so an unused memory costs
-  // nothing. end_of_leaf_[leaf] = end of the inserted lifetime, or kNothing.
-  std::vector<Time> end_of_leaf_;
-  // Heap-ordered tree over buckets (root 1, children 2i and 2i + 1):
-  // max_end_[node] = largest end inserted under node, or kNothing.
-  std::vector<Time> max_end_;
+  // Allocated on the first insertion, so an unused memory costs nothing.
+  std::vector<std::vector<Entry>> buckets_;
 };
 
 }  // namespace cadence_memplan

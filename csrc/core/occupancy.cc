@@ -14,13 +14,13 @@ SmallestHole ScanForSmallestHole(const SlotTable& table, Size alignment, Size si
   SmallestHole best;
   Size best_length = 0;
   for (Slot other : in_order) {
-    const Size gap = table.offset[other] - best.top;
+    const Size gap = table.slots[other].offset - best.top;
     if (gap >= size && (best.begin == kNoOffset || gap < best_length)) {
       best.begin = best.top;
       best_length = gap;
     }
     best.top = std::max(best.top,
-                        AlignUp(SaturatingAdd(table.offset[other], table.size[other]), alignment));
+                        AlignUp(SaturatingAdd(table.slots[other].offset, table.slots[other].size), alignment));
   }
   return best;
 }
@@ -28,8 +28,58 @@ SmallestHole ScanForSmallestHole(const SlotTable& table, Size alignment, Size si
 bool StorageMeetsAny(const SlotTable& table, Slot slot, Offset offset,
                      const std::vector<Slot>& others) {
   return std::any_of(others.begin(), others.end(), [&](Slot other) {
-    return StorageOverlaps(offset, table.size[slot], table.offset[other], table.size[other]);
+    return StorageOverlaps(offset, table.slots[slot].size, table.slots[other].offset, table.slots[other].size);
   });
+}
+
+// Up to this many segments, first fit jumps over the conflicts without
+// sorting them: each jump passes every segment in the way, and few remain.
+constexpr size_t kMaxSegmentsToJump = 32;
+
+// First fit among unsorted aligned segments: the lowest offset, 0 or an
+// aligned end, where `size` > 0 bytes meet none.
+Offset LowestHoleOf(std::vector<Segment>* segments, Size size) {
+  Offset candidate = 0;
+  if (segments->size() <= kMaxSegmentsToJump) {
+    // Every offset below the largest end of the segments in the way meets
+    // that segment, so the jump skips only offsets that do not fit.
+    for (bool moved = true; moved;) {
+      moved = false;
+      Offset past = candidate;
+      for (const Segment& segment : *segments) {
+        if (segment.begin - candidate < size && segment.end > past) past = segment.end;
+      }
+      if (past > candidate) {
+        candidate = past;
+        moved = true;
+      }
+    }
+    return candidate;
+  }
+  std::sort(segments->begin(), segments->end(),
+            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+  for (const Segment& segment : *segments) {
+    if (segment.begin - candidate >= size) break;  // Fits before it, and so before every later one.
+    candidate = std::max(candidate, segment.end);
+  }
+  return candidate;
+}
+
+// Best fit among unsorted aligned segments: the holes of their union, in order.
+SmallestHole SmallestHoleOf(std::vector<Segment>* segments, Size size) {
+  std::sort(segments->begin(), segments->end(),
+            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+  SmallestHole best;
+  Size best_length = 0;
+  for (const Segment& segment : *segments) {
+    const Size length = segment.begin - best.top;
+    if (length >= size && (best.begin == kNoOffset || length < best_length)) {
+      best.begin = best.top;
+      best_length = length;
+    }
+    best.top = std::max(best.top, segment.end);
+  }
+  return best;
 }
 
 class IntervalOccupancy final : public MemoryOccupancy {
@@ -40,72 +90,64 @@ class IntervalOccupancy final : public MemoryOccupancy {
   void Insert(Slot slot) override { index_.Insert(slot); }
 
   Offset LowestFreeOffset(Slot slot) const override {
-    const Size size = table_.size[slot];
-    Collect(slot);
-    storage_.clear();
-    for (Slot other : overlapping_) {
-      if (table_.size[other] > 0) {
-        storage_.emplace_back(table_.offset[other],
-                              SaturatingAdd(table_.offset[other], table_.size[other]));
-      }
-    }
-    std::sort(storage_.begin(), storage_.end());
-    // Every aligned offset jumped over meets the tensor it jumps over.
-    Offset candidate = 0;
-    for (const auto& [begin, end] : storage_) {
-      if (begin - candidate >= size) break;  // Fits before it, and so before every later one.
-      if (end > candidate) candidate = AlignUp(end, alignment_);
-    }
-    return candidate;
+    CollectSegments(slot);
+    return LowestHoleOf(&segments_, table_.slots[slot].size);
   }
 
   SmallestHole FindSmallestHole(Slot slot) const override {
-    Collect(slot);
-    std::sort(overlapping_.begin(), overlapping_.end(), [&](Slot a, Slot b) {
-      return table_.offset[a] != table_.offset[b] ? table_.offset[a] < table_.offset[b]
-                                                  : table_.sequence[a] < table_.sequence[b];
-    });
-    return ScanForSmallestHole(table_, alignment_, table_.size[slot], overlapping_);
+    CollectSegments(slot);
+    return SmallestHoleOf(&segments_, table_.slots[slot].size);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    Collect(slot);
+    overlapping_.clear();
+    FindOverlapping(slot, &overlapping_);
     return StorageMeetsAny(table_, slot, offset, overlapping_);
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
-    index_.FindOverlapping(table_.layout.lifetime(slot), out);
+    index_.FindOverlapping(slot, out);
   }
 
  private:
-  void Collect(Slot slot) const {
+  // The aligned storage of the non-empty tensors alive with `slot`: first
+  // fit ignores zero-size tensors, and best fit asks only where none is.
+  void CollectSegments(Slot slot) const {
     overlapping_.clear();
     FindOverlapping(slot, &overlapping_);
+    segments_.clear();
+    for (Slot other : overlapping_) {
+      const SlotTable::SlotState& state = table_.slots[other];
+      if (state.size > 0) {
+        segments_.push_back(
+            {state.offset, AlignUp(SaturatingAdd(state.offset, state.size), alignment_)});
+      }
+    }
   }
 
   const SlotTable& table_;
   const Size alignment_;
   IntervalIndex index_;
   mutable std::vector<Slot> overlapping_;
-  mutable std::vector<std::pair<Offset, Offset>> storage_;
+  mutable std::vector<Segment> segments_;
 };
 
 class TreeOccupancy final : public MemoryOccupancy {
  public:
   TreeOccupancy(const SlotTable& table, Size alignment)
-      : table_(table), alignment_(alignment), tree_(table.axis), index_(table.layout) {}
+      : table_(table), alignment_(alignment), tree_(table.layout.axis()), index_(table.layout) {}
 
   void Insert(Slot slot) override {
     index_.Insert(slot);
-    tree_.Insert(table_.layout.lifetime(slot), AlignedStorage(slot, table_.offset[slot]));
+    tree_.Insert(table_.layout.lifetime(slot), AlignedStorage(slot, table_.slots[slot].offset));
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
-    return tree_.LowestHole(table_.layout.lifetime(slot), table_.size[slot]);
+    return tree_.LowestHole(table_.layout.lifetime(slot), table_.slots[slot].size);
   }
 
   SmallestHole FindSmallestHole(Slot slot) const override {
-    return tree_.FindSmallestHole(table_.layout.lifetime(slot), table_.size[slot]);
+    return tree_.FindSmallestHole(table_.layout.lifetime(slot), table_.slots[slot].size);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
@@ -113,15 +155,15 @@ class TreeOccupancy final : public MemoryOccupancy {
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
-    index_.FindOverlapping(table_.layout.lifetime(slot), out);
+    index_.FindOverlapping(slot, out);
   }
 
  private:
   // Empty for a zero-size tensor: first fit ignores those, and best fit does
   // not ask the tree in a memory that holds one.
   Segment AlignedStorage(Slot slot, Offset offset) const {
-    if (table_.size[slot] == 0) return {offset, offset};
-    return {offset, AlignUp(SaturatingAdd(offset, table_.size[slot]), alignment_)};
+    if (table_.slots[slot].size == 0) return {offset, offset};
+    return {offset, AlignUp(SaturatingAdd(offset, table_.slots[slot].size), alignment_)};
   }
 
   const SlotTable& table_;
@@ -137,19 +179,19 @@ class ScanOccupancy final : public MemoryOccupancy {
   void Insert(Slot slot) override {
     // After every equal offset: the new slot has the largest sequence.
     const auto at = std::upper_bound(
-        by_offset_.begin(), by_offset_.end(), table_.offset[slot],
-        [&](Offset offset, Slot other) { return offset < table_.offset[other]; });
+        by_offset_.begin(), by_offset_.end(), table_.slots[slot].offset,
+        [&](Offset offset, Slot other) { return offset < table_.slots[other].offset; });
     by_offset_.insert(at, slot);
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
-    const Size size = table_.size[slot];
+    const Size size = table_.slots[slot].size;
     const Lifetime& lifetime = table_.layout.lifetime(slot);
     Offset candidate = 0;
     for (Slot other : by_offset_) {
-      if (table_.size[other] == 0 || !lifetime.Overlaps(table_.layout.lifetime(other))) continue;
-      if (table_.offset[other] - candidate >= size) break;
-      const Offset end = SaturatingAdd(table_.offset[other], table_.size[other]);
+      if (table_.slots[other].size == 0 || !lifetime.Overlaps(table_.layout.lifetime(other))) continue;
+      if (table_.slots[other].offset - candidate >= size) break;
+      const Offset end = SaturatingAdd(table_.slots[other].offset, table_.slots[other].size);
       if (end > candidate) candidate = AlignUp(end, alignment_);
     }
     return candidate;
@@ -158,7 +200,7 @@ class ScanOccupancy final : public MemoryOccupancy {
   SmallestHole FindSmallestHole(Slot slot) const override {
     overlapping_.clear();
     FindOverlapping(slot, &overlapping_);  // Already in (offset, insertion) order.
-    return ScanForSmallestHole(table_, alignment_, table_.size[slot], overlapping_);
+    return ScanForSmallestHole(table_, alignment_, table_.slots[slot].size, overlapping_);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
@@ -209,19 +251,19 @@ Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
   }
   std::sort(starts.begin(), starts.end());
   std::sort(ends.begin(), ends.end());
-  // Lifetime j overlaps i exactly when j starts no later than i ends and does
-  // not end before i starts; i itself is one of them.
-  int64_t overlap_ends = 0;  // Both ends of each pair: twice the pair count.
-  for (const Lifetime& lifetime : lifetimes) {
-    if (lifetime.empty()) continue;
-    const auto started = std::upper_bound(starts.begin(), starts.end(), lifetime.end) -
-                         starts.begin();
-    const auto ended = std::lower_bound(ends.begin(), ends.end(), lifetime.start) - ends.begin();
-    overlap_ends += started - ended - 1;
-  }
+  // Lifetimes i and j are disjoint when one ends before the other starts,
+  // and then exactly one of (i, j), (j, i) has j ending before i starts.
   const auto count = static_cast<int64_t>(starts.size());
-  return overlap_ends / 2 >= kSegmentTreeMinAverageOverlaps * count ? Occupancy::kSegmentTree
-                                                                    : Occupancy::kIntervalIndex;
+  int64_t disjoint_pairs = 0;
+  size_t ended = 0;  // Lifetimes that end before the current start.
+  for (Time start : starts) {
+    while (ended < ends.size() && ends[ended] < start) ++ended;
+    disjoint_pairs += static_cast<int64_t>(ended);
+  }
+  // Both counts stay below n^2 / 2 < 2^63 for any n a machine can hold.
+  const int64_t overlapping_pairs = count * (count - 1) / 2 - disjoint_pairs;
+  return overlapping_pairs >= kSegmentTreeMinAverageOverlaps * count ? Occupancy::kSegmentTree
+                                                                     : Occupancy::kIntervalIndex;
 }
 
 }  // namespace cadence_memplan

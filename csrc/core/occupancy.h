@@ -28,6 +28,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "interval_index.h"
@@ -40,17 +41,16 @@ namespace cadence_memplan {
 // occupancy of every memory. Offsets and sequences are set on insertion.
 struct SlotTable {
   explicit SlotTable(std::vector<Lifetime> lifetimes)
-      : layout(lifetimes),
-        axis(lifetimes),
-        size(lifetimes.size(), 0),
-        offset(lifetimes.size(), kNoOffset),
-        sequence(lifetimes.size(), 0) {}
+      : layout(std::move(lifetimes)), slots(layout.size()) {}
 
-  SlotLayout layout;  // Lifetimes, and the interval indexes' tree shape.
-  TimeAxis axis;      // The occupancy trees' leaves.
-  std::vector<Size> size;
-  std::vector<Offset> offset;
-  std::vector<int64_t> sequence;  // Insertion order into any memory.
+  // Side by side, so that reading a listed tensor costs one cache miss.
+  struct SlotState {
+    Size size = 0;
+    Offset offset = kNoOffset;
+    int64_t sequence = 0;  // Insertion order into any memory.
+  };
+  SlotLayout layout;  // Lifetimes, their time axis and the interval indexes' buckets.
+  std::vector<SlotState> slots;
 };
 
 class MemoryOccupancy {

@@ -8,7 +8,7 @@
 // tensors, and thousands of overlapping tensors leave only tens of holes.
 //
 // Structure: a segment tree over time whose leaves are the distinct start
-// times of all lifetimes (a TimeAxis). Every node keeps the union of some
+// times of all lifetimes (a TimeAxis, interval_index.h). Every node keeps the union of some
 // tensors' byte segments, as a sorted vector of disjoint, merged segments:
 //   * covers_[v]: tensors whose lifetime's canonical decomposition contains v;
 //   * starts_[v]: tensors whose start leaf lies under v.
@@ -23,9 +23,9 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
+#include "interval_index.h"
 #include "types.h"
 
 namespace cadence_memplan {
@@ -34,22 +34,6 @@ namespace cadence_memplan {
 struct Segment {
   Offset begin = 0;
   Offset end = 0;
-};
-
-// The distinct start times of a set of lifetimes, which become the leaves of
-// every OccupancyTree built on it.
-class TimeAxis {
- public:
-  explicit TimeAxis(const std::vector<Lifetime>& lifetimes);
-
-  int64_t leaf_count() const { return static_cast<int64_t>(starts_.size()); }
-
-  // The leaves [first, last] a non-empty lifetime covers. Its start must be
-  // one of the axis's start times.
-  std::pair<int64_t, int64_t> Leaves(const Lifetime& lifetime) const;
-
- private:
-  std::vector<Time> starts_;  // Ascending, distinct.
 };
 
 // The earliest of the smallest holes, for the best-fit placer.
@@ -102,7 +86,7 @@ class OccupancyTree {
     const Segment* end;
   };
   mutable std::vector<const SegmentList*> lists_;
-  mutable std::vector<Cursor> heap_;
+  mutable std::vector<Cursor> cursors_;
 };
 
 }  // namespace cadence_memplan

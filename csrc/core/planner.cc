@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
 #include <sstream>
 #include <utility>
 
@@ -128,9 +127,9 @@ class Planner {
     for (MemId m = 1; m <= memory_count_; ++m) {
       occupancy_[m] = MakeOccupancy(result_.occupancy, table_, request.memories[m - 1].alignment);
     }
-    for (Slot j = 0; j < placed_count_; ++j) table_.size[j] = request.placed[j].tensor.size;
+    for (Slot j = 0; j < placed_count_; ++j) table_.slots[j].size = request.placed[j].tensor.size;
     for (size_t i = 0; i < request.tensors.size(); ++i) {
-      table_.size[placed_count_ + static_cast<Slot>(i)] = request.tensors[i].size;
+      table_.slots[placed_count_ + static_cast<Slot>(i)].size = request.tensors[i].size;
     }
     for (Slot j = 0; j < placed_count_; ++j) {
       const Placement& placement = request.placed[j].placement;
@@ -140,14 +139,18 @@ class Planner {
 
   PlanResult Run() {
     PollInterrupted();  // Building the indexes sorts every lifetime: poll after it.
-    std::vector<TensorIndex> order(request_.tensors.size());
-    std::iota(order.begin(), order.end(), TensorIndex{0});
-    std::stable_sort(order.begin(), order.end(), [&](TensorIndex a, TensorIndex b) {
-      return request_.tensors[a].size > request_.tensors[b].size;
+    // Largest first, ties in input order: a stable sort by size, done as a
+    // plain sort of (size, index) pairs, which reads no tensor twice.
+    std::vector<std::pair<Size, TensorIndex>> by_size(request_.tensors.size());
+    for (size_t i = 0; i < by_size.size(); ++i) {
+      by_size[i] = {request_.tensors[i].size, static_cast<TensorIndex>(i)};
+    }
+    std::sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
     PollInterrupted();
     int64_t until_interrupt_check = kInterruptCheckInterval;
-    for (TensorIndex i : order) {
+    for (const auto& [size, i] : by_size) {
       if (--until_interrupt_check == 0) {
         until_interrupt_check = kInterruptCheckInterval;
         PollInterrupted();
@@ -166,7 +169,7 @@ class Planner {
       // appended list gives the same order, since appends come last among ties.
       if (sorted_by_offset_[m]) {
         std::stable_sort(list.begin(), list.end(),
-                         [&](Slot a, Slot b) { return table_.offset[a] < table_.offset[b]; });
+                         [&](Slot a, Slot b) { return table_.slots[a].offset < table_.slots[b].offset; });
       }
       result_.memory_order[m] = std::move(list);
     }
@@ -187,13 +190,13 @@ class Planner {
   }
 
   void AddToMemory(Slot slot, MemId mem_id, Offset offset) {
-    table_.offset[slot] = offset;
-    table_.sequence[slot] = next_sequence_++;
+    table_.slots[slot].offset = offset;
+    table_.slots[slot].sequence = next_sequence_++;
     members_[mem_id].push_back(slot);
     occupancy_[mem_id]->Insert(slot);
-    if (table_.size[slot] == 0) holds_zero_size_[mem_id] = true;
+    if (table_.slots[slot].size == 0) holds_zero_size_[mem_id] = true;
     Size& bufsize = result_.bufsizes[mem_id];
-    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offset, table_.size[slot]),
+    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offset, table_.slots[slot].size),
                                         request_.memories[mem_id - 1].alignment));
   }
 
@@ -215,7 +218,7 @@ class Planner {
   // (MemoryOccupancy::LowestFreeOffset) is where it stops too.
   Placement PlacePositionBased(TensorIndex i) {
     const Slot slot = placed_count_ + i;
-    const Size size = table_.size[slot];
+    const Size size = table_.slots[slot].size;
     for (MemId m = 1; m <= memory_count_; ++m) {
       if (!Allowed(m)) {
         attempts_[m] = {Attempt::kNotAllowed, 0};
@@ -235,7 +238,7 @@ class Planner {
 
   Placement PlaceByHeuristic(TensorIndex i) {
     const Slot slot = placed_count_ + i;
-    const Size size = table_.size[slot];
+    const Size size = table_.slots[slot].size;
     Offset carried = request_.keep_incoming_offset && !request_.incoming_offsets.empty()
                          ? request_.incoming_offsets[i]
                          : kNoOffset;
@@ -276,7 +279,7 @@ class Planner {
       if (may_collide && (scan_listed || occupancy_[m]->MayCollide(slot, carried))) {
         if (!scan_listed) ListOverlappingInListOrder(m, slot);
         for (Slot other : overlapping_) {
-          if (StorageOverlaps(carried, size, table_.offset[other], table_.size[other])) {
+          if (StorageOverlaps(carried, size, table_.slots[other].offset, table_.slots[other].size)) {
             throw Conflict(i, m, carried, other);
           }
         }
@@ -294,13 +297,13 @@ class Planner {
     Offset running_end = 0;
     Size smallest_gap = -1;  // -1: no gap found yet.
     for (Slot other : overlapping_) {
-      const Size gap = table_.offset[other] - running_end;
+      const Size gap = table_.slots[other].offset - running_end;
       if (gap >= size && (smallest_gap < 0 || gap < smallest_gap)) {
         smallest_gap = gap;
         carried = running_end;
       }
       running_end = std::max(
-          running_end, AlignUp(SaturatingAdd(table_.offset[other], table_.size[other]), alignment));
+          running_end, AlignUp(SaturatingAdd(table_.slots[other].offset, table_.slots[other].size), alignment));
     }
     return carried == kNoOffset ? running_end : carried;
   }
@@ -313,12 +316,12 @@ class Planner {
     occupancy_[mem_id]->FindOverlapping(slot, &overlapping_);
     if (sorted_by_offset_[mem_id]) {
       std::sort(overlapping_.begin(), overlapping_.end(), [&](Slot a, Slot b) {
-        return table_.offset[a] != table_.offset[b] ? table_.offset[a] < table_.offset[b]
-                                                    : table_.sequence[a] < table_.sequence[b];
+        return table_.slots[a].offset != table_.slots[b].offset ? table_.slots[a].offset < table_.slots[b].offset
+                                                    : table_.slots[a].sequence < table_.slots[b].sequence;
       });
     } else {
       std::sort(overlapping_.begin(), overlapping_.end(),
-                [&](Slot a, Slot b) { return table_.sequence[a] < table_.sequence[b]; });
+                [&](Slot a, Slot b) { return table_.slots[a].sequence < table_.slots[b].sequence; });
     }
   }
 
@@ -358,7 +361,7 @@ class Planner {
     } else {
       out << "tensor " << other - placed_count_;
     }
-    out << " at offset " << table_.offset[other] << " (upstream's heuristic keeps an incoming "
+    out << " at offset " << table_.slots[other].offset << " (upstream's heuristic keeps an incoming "
         << "offset, or scans placed tensors in their given order, and then fails its assertion)";
     return PlanningFailure(i, out.str());
   }

@@ -1,6 +1,7 @@
 // IntervalIndex against a brute-force scan: after any sequence of insertions,
 // FindOverlapping must report exactly the inserted, non-empty lifetimes that
-// overlap the query (inclusive ends), each once.
+// overlap the query (inclusive ends), each once. Queries are slots of the
+// layout too; the ones that are never inserted stand for fresh lifetimes.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -38,7 +39,7 @@ std::vector<Slot> BruteForce(const std::vector<Lifetime>& lifetimes,
   return result;
 }
 
-std::vector<Slot> Query(const IntervalIndex& index, const Lifetime& query) {
+std::vector<Slot> Query(const IntervalIndex& index, Slot query) {
   std::vector<Slot> out;
   index.FindOverlapping(query, &out);
   std::sort(out.begin(), out.end());  // Duplicates stay and make the comparison fail.
@@ -78,31 +79,32 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
   std::mt19937_64 rng(seed);
   std::vector<Lifetime> lifetimes;
   for (int i = 0; i < count; ++i) lifetimes.push_back(RandomLifetime(rng, base, span, lifetimes));
+  // Fresh lifetimes that are only ever queried, after the stored ones.
+  const int fresh = 1 + count / 2;
+  for (int i = 0; i < fresh; ++i) lifetimes.push_back(RandomLifetime(rng, base, span, lifetimes));
+  const int universe = count + fresh;
   const SlotLayout layout(lifetimes);
-  CHECK_EQ(layout.size(), static_cast<Slot>(count));
+  CHECK_EQ(layout.size(), static_cast<Slot>(universe));
   IntervalIndex index(layout);
 
-  // A random subset, inserted in random order.
+  // A random subset of the stored lifetimes, inserted in random order.
   std::vector<Slot> order(count);
   std::iota(order.begin(), order.end(), Slot{0});
   std::shuffle(order.begin(), order.end(), rng);
   order.resize(std::uniform_int_distribution<int>(0, count)(rng));
 
-  std::vector<bool> inserted(count, false);
+  std::vector<bool> inserted(universe, false);
   int64_t queries = 0;
+  const auto check = [&](Slot query) {
+    if (!CHECK_EQ(Query(index, query), BruteForce(lifetimes, inserted, lifetimes[query]))) {
+      std::cerr << "    seed " << seed << " query [" << lifetimes[query].start << ", "
+                << lifetimes[query].end << "]\n";
+    }
+    ++queries;
+  };
   auto query_now = [&]() {
     const int number = std::uniform_int_distribution<int>(1, 4)(rng);
-    for (int q = 0; q < number; ++q) {
-      // Half the queries are lifetimes of the universe (touching/identical cases), half fresh.
-      Lifetime query = (count > 0 && rng() % 2 == 0)
-                           ? lifetimes[std::uniform_int_distribution<int>(0, count - 1)(rng)]
-                           : RandomLifetime(rng, base, span, lifetimes);
-      if (!CHECK_EQ(Query(index, query), BruteForce(lifetimes, inserted, query))) {
-        std::cerr << "    seed " << seed << " query [" << query.start << ", " << query.end
-                  << "]\n";
-      }
-      ++queries;
-    }
+    for (int q = 0; q < number; ++q) check(std::uniform_int_distribution<Slot>(0, universe - 1)(rng));
   };
   query_now();
   for (Slot slot : order) {
@@ -111,72 +113,76 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
     if (rng() % 3 == 0) query_now();
   }
   query_now();
-  // Finally every lifetime of the universe as a query.
-  for (const Lifetime& query : lifetimes) {
-    CHECK_EQ(Query(index, query), BruteForce(lifetimes, inserted, query));
-    ++queries;
-  }
+  for (Slot query = 0; query < universe; ++query) check(query);  // Every lifetime at the end.
   return queries;
 }
 
-void TestEmptyIndex() {
-  const SlotLayout empty_layout(std::vector<Lifetime>{});
-  IntervalIndex empty_index(empty_layout);
-  CHECK_EQ(Query(empty_index, Lifetime{0, 100}), std::vector<Slot>{});
-  CHECK_EQ(Query(empty_index, Lifetime{5, 4}), std::vector<Slot>{});
-
-  // A universe but nothing inserted yet.
-  const SlotLayout layout({{0, 10}, {3, 3}, {5, 20}});
+// Builds a layout of `stored` lifetimes followed by `queries`, inserts the
+// stored ones, and returns what each query reports (sorted stored slots).
+std::vector<std::vector<Slot>> Ask(const std::vector<Lifetime>& stored,
+                                   const std::vector<Lifetime>& queries, bool insert = true) {
+  std::vector<Lifetime> lifetimes = stored;
+  lifetimes.insert(lifetimes.end(), queries.begin(), queries.end());
+  const SlotLayout layout(lifetimes);
   IntervalIndex index(layout);
-  CHECK_EQ(Query(index, Lifetime{0, 100}), std::vector<Slot>{});
+  if (insert) {
+    for (Slot s = 0; s < static_cast<Slot>(stored.size()); ++s) index.Insert(s);
+  }
+  std::vector<std::vector<Slot>> answers;
+  for (size_t q = 0; q < queries.size(); ++q) {
+    answers.push_back(Query(index, static_cast<Slot>(stored.size() + q)));
+  }
+  return answers;
+}
 
+using Answers = std::vector<std::vector<Slot>>;
+
+void TestEmptyIndex() {
+  CHECK_EQ(Ask({}, {{0, 100}, {5, 4}}), (Answers{{}, {}}));
+  // A universe but nothing inserted yet.
+  CHECK_EQ(Ask({{0, 10}, {3, 3}, {5, 20}}, {{0, 100}}, /*insert=*/false), (Answers{{}}));
   // Only empty lifetimes inserted: nothing is ever reported.
-  const SlotLayout empties({{5, 4}, {10, 0}, {0, -1}});
-  IntervalIndex empty_only(empties);
-  for (Slot s = 0; s < 3; ++s) empty_only.Insert(s);
-  CHECK_EQ(Query(empty_only, Lifetime{-100, 100}), std::vector<Slot>{});
-  CHECK_EQ(Query(empty_only, Lifetime{4, 5}), std::vector<Slot>{});
+  CHECK_EQ(Ask({{5, 4}, {10, 0}, {0, -1}}, {{-100, 100}, {4, 5}}), (Answers{{}, {}}));
 }
 
 void TestEmptyQueries() {
-  const SlotLayout layout({{0, 10}, {3, 3}, {5, 20}, {0, 0}});
-  IntervalIndex index(layout);
-  for (Slot s = 0; s < layout.size(); ++s) index.Insert(s);
-  CHECK_EQ(Query(index, Lifetime{0, 20}), (std::vector<Slot>{0, 1, 2, 3}));
   // Empty queries overlap nothing, even when they lie "inside" an inserted lifetime.
-  CHECK_EQ(Query(index, Lifetime{3, 2}), std::vector<Slot>{});
-  CHECK_EQ(Query(index, Lifetime{5, 4}), std::vector<Slot>{});
-  CHECK_EQ(Query(index, Lifetime{20, 0}), std::vector<Slot>{});
-  CHECK_EQ(Query(index, Lifetime{}), std::vector<Slot>{});  // Default {0, -1}.
+  CHECK_EQ(Ask({{0, 10}, {3, 3}, {5, 20}, {0, 0}}, {{0, 20}, {3, 2}, {5, 4}, {20, 0}, {}}),
+           (Answers{{0, 1, 2, 3}, {}, {}, {}, {}}));
 }
 
 void TestInclusiveEnds() {
   // [0, 3] and [3, 7] share node 3; [8, 8] touches nothing; [7, 8] touches both.
-  const SlotLayout layout({{0, 3}, {3, 7}, {8, 8}});
-  IntervalIndex index(layout);
-  for (Slot s = 0; s < 3; ++s) index.Insert(s);
-  CHECK_EQ(Query(index, Lifetime{3, 3}), (std::vector<Slot>{0, 1}));
-  CHECK_EQ(Query(index, Lifetime{7, 7}), (std::vector<Slot>{1}));
-  CHECK_EQ(Query(index, Lifetime{7, 8}), (std::vector<Slot>{1, 2}));
-  CHECK_EQ(Query(index, Lifetime{4, 6}), (std::vector<Slot>{1}));
-  CHECK_EQ(Query(index, Lifetime{9, 100}), std::vector<Slot>{});
-  CHECK_EQ(Query(index, Lifetime{-5, -1}), std::vector<Slot>{});
+  CHECK_EQ(Ask({{0, 3}, {3, 7}, {8, 8}}, {{3, 3}, {7, 7}, {7, 8}, {4, 6}, {9, 100}, {-5, -1}}),
+           (Answers{{0, 1}, {1}, {1, 2}, {1}, {}, {}}));
 }
 
 void TestExtremeTimes() {
   constexpr Time kMax = std::numeric_limits<Time>::max();
-  const SlotLayout layout({{kMax, kMax},
-                           {kMax - 1, kMax},
-                           {0, kMax},
-                           {kMax - 5, kMax - 3},
-                           {kMax, kMax - 1},  // Empty.
-                           {kMax - 3, kMax - 3}});
-  IntervalIndex index(layout);
-  for (Slot s = 0; s < layout.size(); ++s) index.Insert(s);
-  CHECK_EQ(Query(index, Lifetime{kMax, kMax}), (std::vector<Slot>{0, 1, 2}));
-  CHECK_EQ(Query(index, Lifetime{kMax - 3, kMax - 2}), (std::vector<Slot>{2, 3, 5}));
-  CHECK_EQ(Query(index, Lifetime{0, kMax}), (std::vector<Slot>{0, 1, 2, 3, 5}));
-  CHECK_EQ(Query(index, Lifetime{kMax, 0}), std::vector<Slot>{});
+  const std::vector<Lifetime> stored = {{kMax, kMax},
+                                        {kMax - 1, kMax},
+                                        {0, kMax},
+                                        {kMax - 5, kMax - 3},
+                                        {kMax, kMax - 1},  // Empty.
+                                        {kMax - 3, kMax - 3}};
+  CHECK_EQ(Ask(stored, {{kMax, kMax}, {kMax - 3, kMax - 2}, {0, kMax}, {kMax, 0}}),
+           (Answers{{0, 1, 2}, {2, 3, 5}, {0, 1, 2, 3, 5}, {}}));
+}
+
+// Lifetimes far longer than the buckets, and queries spanning many buckets.
+void TestManyBuckets() {
+  std::vector<Lifetime> stored;
+  for (Time t = 0; t < 400; ++t) stored.push_back({t, t});  // Narrow buckets.
+  stored.push_back({0, 399});
+  stored.push_back({150, 160});
+  const Answers answers = Ask(stored, {{100, 300}, {399, 1000}, {-10, -1}});
+  std::vector<Slot> expected;
+  for (Slot s = 100; s <= 300; ++s) expected.push_back(s);
+  expected.push_back(400);
+  expected.push_back(401);
+  CHECK_EQ(answers[0], expected);
+  CHECK_EQ(answers[1], (std::vector<Slot>{399, 400}));
+  CHECK_EQ(answers[2], std::vector<Slot>{});
 }
 
 }  // namespace
@@ -187,6 +193,7 @@ int main() {
   TestEmptyQueries();
   TestInclusiveEnds();
   TestExtremeTimes();
+  TestManyBuckets();
 
   int64_t cases = 0;
   int64_t queries = 0;
