@@ -77,13 +77,36 @@ Int64Array ToArray(std::vector<int64_t>&& values) {
   return Int64Array(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
 }
 
+// The names of cm::Occupancy, as the Python API spells them.
+constexpr std::pair<cm::Occupancy, const char*> kOccupancyNames[] = {
+    {cm::Occupancy::kAuto, "auto"},
+    {cm::Occupancy::kIntervalIndex, "interval"},
+    {cm::Occupancy::kSegmentTree, "tree"},
+    {cm::Occupancy::kScan, "scan"},
+};
+
+cm::Occupancy ToOccupancy(const std::string& name) {
+  for (const auto& [occupancy, spelled] : kOccupancyNames) {
+    if (name == spelled) return occupancy;
+  }
+  throw cm::InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name +
+                         "'");
+}
+
+const char* OccupancyName(cm::Occupancy occupancy) {
+  for (const auto& [value, spelled] : kOccupancyNames) {
+    if (value == occupancy) return spelled;
+  }
+  return "?";
+}
+
 py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
                const Int64Array& sizes, const Int64Array& memory_sizes,
                const Int64Array& memory_alignments, const MaskArray& blocked,
                uint64_t allowed, const Int64Array& placed_starts, const Int64Array& placed_ends,
                const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
-               bool keep_incoming_offset) {
+               bool keep_incoming_offset, const std::string& occupancy) {
   cm::Algorithm algo;
   if (algorithm == "position") {
     algo = cm::Algorithm::kPositionBasedGreedy;
@@ -93,6 +116,7 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
     throw cm::InvalidInput("algorithm must be 'position' or 'heuristic', got '" + algorithm + "'");
   }
   cm::PlanRequest request;
+  request.occupancy = ToOccupancy(occupancy);
   request.tensors = ToTensors(starts, ends, sizes, "tensor arrays");
   request.memories = ToMemories(memory_sizes, memory_alignments);
   request.blocked = ToVector(blocked, "blocked");
@@ -139,7 +163,8 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
   py::list memory_order;
   for (auto& order : result.memory_order) memory_order.append(ToArray(std::move(order)));
   return py::make_tuple(ToArray(std::move(mem_ids)), ToArray(std::move(offsets)),
-                        ToArray(std::move(result.bufsizes)), memory_order);
+                        ToArray(std::move(result.bufsizes)), memory_order,
+                        OccupancyName(result.occupancy));
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -186,7 +211,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
-        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"));
+        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"),
+        py::arg("occupancy") = "auto");
   m.def("validate", &Validate, py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

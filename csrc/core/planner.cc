@@ -221,11 +221,15 @@ class Planner {
     const Size size = table_.slots[slot].size;
     for (MemId m = 1; m <= memory_count_; ++m) {
       if (!Allowed(m)) {
-        attempts_[m] = {Attempt::kNotAllowed, 0};
+        attempts_[m] = {Attempt::kNotAllowed};
         continue;
       }
       if (Blocked(i, m)) {
-        attempts_[m] = {Attempt::kBlocked, 0};
+        attempts_[m] = {Attempt::kBlocked};
+        continue;
+      }
+      if (!Fits(m, 0, size)) {  // Larger than the memory: no offset can fit.
+        attempts_[m] = {Attempt::kNoRoom};
         continue;
       }
       // Zero bytes overlap nothing.
@@ -236,6 +240,30 @@ class Planner {
     throw Failure(i);
   }
 
+  // Upstream's offset for the heuristic in memory m, given the offset carried
+  // into it, and whether that offset may meet a tensor alive with this one.
+  // Fills overlapping_ with the listed tensors when it scans them.
+  struct HeuristicOffset {
+    Offset offset;
+    bool scanned_listed;
+    bool may_collide;
+  };
+  HeuristicOffset ChooseHeuristicOffset(MemId m, Slot slot, Offset carried) {
+    const Size size = table_.slots[slot].size;
+    // The memory's occupancy answers with holes only where holes alone
+    // decide (occupancy.h); elsewhere scan the tensors themselves, in
+    // upstream's list order.
+    if (size == 0 || holds_zero_size_[m] || (!sorted_by_offset_[m] && !members_[m].empty())) {
+      ListOverlappingInListOrder(m, slot);
+      return {ScanListed(m, size, carried), true, true};
+    }
+    const SmallestHole hole = occupancy_[m]->FindSmallestHole(slot);
+    if (hole.begin != kNoOffset) return {hole.begin, false, false};
+    // Only a kept incoming offset can meet a tensor alive with this one.
+    if (carried != kNoOffset) return {carried, false, true};
+    return {hole.top, false, false};
+  }
+
   Placement PlaceByHeuristic(TensorIndex i) {
     const Slot slot = placed_count_ + i;
     const Size size = table_.slots[slot].size;
@@ -244,7 +272,7 @@ class Planner {
                          : kNoOffset;
     for (MemId m = 1; m <= memory_count_; ++m) {
       if (Blocked(i, m)) {
-        attempts_[m] = {Attempt::kBlocked, 0};
+        attempts_[m] = {Attempt::kBlocked};
         continue;
       }
       if (!request_.keep_incoming_offset) carried = kNoOffset;
@@ -252,32 +280,24 @@ class Planner {
         // Upstream computes an offset here, finds the memory invalid and
         // drops it; only the dropped offset is observable.
         carried = kNoOffset;
-        attempts_[m] = {Attempt::kNotAllowed, 0};
+        attempts_[m] = {Attempt::kNotAllowed};
         continue;
       }
-      // The memory's occupancy answers with holes only where holes alone
-      // decide (occupancy.h); elsewhere scan the tensors themselves, in
-      // upstream's list order.
-      const bool scan_listed = size == 0 || holds_zero_size_[m] ||
-                               (!sorted_by_offset_[m] && !members_[m].empty());
-      bool may_collide = true;
-      if (scan_listed) {
-        ListOverlappingInListOrder(m, slot);
-        carried = ScanListed(m, size, carried);
-      } else {
-        const SmallestHole hole = occupancy_[m]->FindSmallestHole(slot);
-        // Only a kept incoming offset can meet a tensor alive with this one.
-        may_collide = hole.begin == kNoOffset && carried != kNoOffset;
-        if (hole.begin != kNoOffset) carried = hole.begin;
-        if (carried == kNoOffset) carried = hole.top;
+      if (!Fits(m, 0, size)) {  // Larger than the memory: no offset can fit.
+        attempts_[m] = {Attempt::kNoRoom, kNoOffset, carried};
+        carried = kNoOffset;
+        continue;
       }
+      const HeuristicOffset choice = ChooseHeuristicOffset(m, slot, carried);
+      carried = choice.offset;
       if (!Fits(m, carried, size)) {
         attempts_[m] = {Attempt::kNoRoom, carried};
         carried = kNoOffset;
         continue;
       }
-      if (may_collide && (scan_listed || occupancy_[m]->MayCollide(slot, carried))) {
-        if (!scan_listed) ListOverlappingInListOrder(m, slot);
+      if (choice.may_collide &&
+          (choice.scanned_listed || occupancy_[m]->MayCollide(slot, carried))) {
+        if (!choice.scanned_listed) ListOverlappingInListOrder(m, slot);
         for (Slot other : overlapping_) {
           if (StorageOverlaps(carried, size, table_.slots[other].offset, table_.slots[other].size)) {
             throw Conflict(i, m, carried, other);
@@ -330,7 +350,7 @@ class Planner {
                   Describe(request_.tensors[i].lifetime), ")");
   }
 
-  PlanningFailure Failure(TensorIndex i) const {
+  PlanningFailure Failure(TensorIndex i) {
     std::ostringstream out;
     out << "cannot place " << DescribeTensor(i) << " in any memory:";
     for (MemId m = 1; m <= memory_count_; ++m) {
@@ -345,11 +365,20 @@ class Planner {
           out << "blocked for this tensor";
           break;
         case Attempt::kNoRoom:
-          out << "no room, the best offset " << attempts_[m].offset << " ends past its size";
+          out << "no room, the best offset " << BestOffset(i, m) << " ends past its size";
           break;
       }
     }
     return PlanningFailure(i, out.str());
+  }
+
+  // The offset a placer found in memory m for the failing tensor i. A tensor
+  // larger than the memory skipped the search, which runs here instead.
+  Offset BestOffset(TensorIndex i, MemId m) {
+    if (attempts_[m].offset != kNoOffset) return attempts_[m].offset;
+    const Slot slot = placed_count_ + i;
+    if (algorithm_ == Algorithm::kPositionBasedGreedy) return occupancy_[m]->LowestFreeOffset(slot);
+    return ChooseHeuristicOffset(m, slot, attempts_[m].carried).offset;
   }
 
   PlanningFailure Conflict(TensorIndex i, MemId mem_id, Offset offset, Slot other) const {
@@ -380,7 +409,8 @@ class Planner {
   // Why each memory was rejected for the tensor being placed, for the error.
   struct Attempt {
     enum Kind { kNotAllowed, kBlocked, kNoRoom } kind = kNoRoom;
-    Offset offset = 0;
+    Offset offset = kNoOffset;   // kNoRoom: the offset found, kNoOffset if not searched.
+    Offset carried = kNoOffset;  // The heuristic's offset carried into the memory.
   };
   std::vector<Attempt> attempts_;
   std::vector<Slot> overlapping_;  // Scratch, reused across placements.

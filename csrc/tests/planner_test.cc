@@ -216,6 +216,34 @@ void TestHandMade() {
   memplan_test::SetContext("");
 }
 
+// A tensor larger than a memory skips the search there, yet the failure still
+// names the offset the search finds, as for any other memory without room.
+void TestFailureMessages() {
+  memplan_test::SetContext("failure messages");
+  PlanRequest r;
+  r.memories = {{64, 16}, {80, 1}};
+  r.placed = {{{{0, 9}, 30}, {1, 0}}, {{{0, 9}, 50}, {2, 10}}};
+  r.tensors = {{{2, 3}, 70}};
+  r.incoming_offsets = {5};
+  for (Algorithm a : {Algorithm::kPositionBasedGreedy, Algorithm::kGreedyByHeuristic}) {
+    try {
+      Plan(r, a);
+      CHECK(false);
+    } catch (const PlanningFailure& f) {
+      const std::string message = f.what();
+      // Memory 1: first fit finds 32 (the aligned end of 30 bytes), while the
+      // heuristic keeps the incoming offset 5; memory 2: both reach the top, 60.
+      const std::string first = a == Algorithm::kPositionBasedGreedy ? "32" : "5";
+      const bool named = message.find("memory 1 (64 bytes, alignment 16): no room, the best offset " +
+                                      first + " ") != std::string::npos &&
+                         message.find("memory 2 (80 bytes, alignment 1): no room, the best offset "
+                                      "60 ") != std::string::npos;
+      if (!CHECK(named)) std::cerr << "    " << message << "\n";
+    }
+  }
+  memplan_test::SetContext("");
+}
+
 // ---------------------------------------------------------------------------
 // (c) CheckRequest / InvalidInput.
 
@@ -348,6 +376,7 @@ void TestHugeValues() {
 int main() {
   const auto begin = std::chrono::steady_clock::now();
   TestHandMade();
+  TestFailureMessages();
   TestCheckRequest();
   TestHugeValues();
   constexpr int kSmallCases = 20000;

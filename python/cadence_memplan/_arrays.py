@@ -13,6 +13,8 @@ from . import _core
 
 Algorithm = Literal["position", "heuristic"]
 ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
+Occupancy = Literal["auto", "interval", "tree", "scan"]
+OCCUPANCIES: tuple[Occupancy, ...] = ("auto", "interval", "tree", "scan")
 
 _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -40,12 +42,15 @@ class PlanResult:
     upstream's ``MemoryPlanningState`` (id 0 is reserved and stays empty).
     ``memory_order[m]`` is memory m's list order after the call: entries below
     ``len(preplaced)`` name preplaced tensors, ``len(preplaced) + i`` names tensor i.
+    ``occupancy`` is the structure that answered the placers (what ``"auto"`` chose), or
+    None for a plan that did not come from the C++ core.
     """
 
     mem_ids: npt.NDArray[np.int64]
     offsets: npt.NDArray[np.int64]
     bufsizes: npt.NDArray[np.int64]
     memory_order: tuple[npt.NDArray[np.int64], ...]
+    occupancy: Occupancy | None = None
 
 
 def as_int64(name: str, values: Any) -> npt.NDArray[np.int64]:
@@ -118,6 +123,7 @@ def plan(
     preplaced: Preplaced | None = None,
     incoming_offsets: npt.ArrayLike | None = None,
     keep_incoming_offset: bool = True,
+    occupancy: Occupancy = "auto",
 ) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do.
 
@@ -134,12 +140,20 @@ def plan(
     ``incoming_offsets``: each tensor's ``mem_offset`` before the call, -1 for None. The
     heuristic keeps it when no gap fits (an upstream quirk); ``keep_incoming_offset=False``
     turns the quirk off.
+    ``occupancy``: how each memory finds the tensors alive with the one being placed.
+    Every choice gives the same plan. ``"auto"`` (the default) picks ``"tree"`` (merged
+    free space in a segment tree over time) when tensors overlap on average with at
+    least 256 others, as on large transformer graphs, else ``"interval"`` (time-bucketed
+    interval index). ``"scan"`` checks every placed tensor, the naive baseline that the
+    benchmarks compare against.
 
     Raises ValueError or TypeError for bad input and :class:`PlanningError` when a tensor
     fits nowhere; the error names the tensor and every memory tried.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if occupancy not in OCCUPANCIES:
+        raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
@@ -154,7 +168,7 @@ def plan(
         else blocked_masks(blocked, tensor_count, memory_count)
     )
     placed = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY) if preplaced is None else preplaced
-    mem_ids, offsets, bufsizes, memory_order = _core.plan(
+    mem_ids, offsets, bufsizes, memory_order, chosen = _core.plan(
         algorithm,
         starts_array,
         as_int64("ends", ends),
@@ -166,8 +180,9 @@ def plan(
         *(as_int64(f"preplaced.{field}", getattr(placed, field)) for field in Preplaced._fields),
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
+        occupancy,
     )
-    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order))
+    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order), chosen)
 
 
 def validate(

@@ -27,11 +27,13 @@ def plan(
     placed_offsets: npt.NDArray[np.int64],
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
+    occupancy: str = "auto",
 ) -> tuple[
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     list[npt.NDArray[np.int64]],
+    str,
 ]: ...
 def validate(
     starts: npt.NDArray[np.int64],

@@ -151,7 +151,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                         )
                     blocked[index] |= np.uint64(1 << mem_id)
         try:
-            mem_ids, offsets, bufsizes, memory_order = _core.plan(
+            mem_ids, offsets, bufsizes, memory_order, _ = _core.plan(
                 self.algorithm,
                 as_int64("spec lifetime starts", starts),
                 as_int64("spec lifetime ends", ends),
