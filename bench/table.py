@@ -4,10 +4,11 @@
     python bench/table.py --max-n 10000 --budget 5 --workloads synthetic,challenging
 
 Rows are (workload, n, placer); columns the median time of upstream executorch's classes,
-``cadence_memplan.reference`` (clean pure Python), our C++ core on arrays
-(``cadence_memplan.plan``), our drop-in class's ``plan()`` on TensorSpecs, and the
-marshalling floor (read each spec's lifetime and allocated_memory, write mem_id and
-mem_offset back); then the ratios and peak memory.
+``cadence_memplan.reference`` (clean pure Python), the naive C++ scan (our core with
+``occupancy="scan"``: every memory's tensors scanned in offset order, the simplest correct
+native planner), our C++ core on arrays (``cadence_memplan.plan``), our drop-in class's
+``plan()`` on TensorSpecs, and the marshalling floor (read each spec's lifetime and
+allocated_memory, write mem_id and mem_offset back); then the ratios and peak memory.
 
 Each cell runs in a forked child process, so that it can be stopped and its memory
 measured alone. The Python columns get ``--budget`` seconds of planning per cell: a cell
@@ -221,7 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     workloads = select_workloads(args.workloads.split(","), args.max_n, args.live_tensors)
     headers = [
         "workload", "n", "placer", *implementations,
-        "core vs upstream", "core vs reference", "drop-in / floor", "core peak +RSS", "peak RSS",
+        "core vs upstream", "core vs reference", "core vs naive", "drop-in / floor",
+        "core peak +RSS", "core bytes/tensor", "peak RSS",
     ]  # fmt: skip
     lines = [
         "| " + " | ".join(headers) + " |",
@@ -252,13 +254,16 @@ def main(argv: list[str] | None = None) -> None:
                 peak_rss = max(
                     peak_rss, _proc_status_kib("VmRSS") * 1024 + (cell.peak_growth_bytes or 0)
                 )
+            core_growth = cells["core"].peak_growth_bytes if "core" in cells else None
             row = [
                 workload.name, f"{workload.tensor_count:,}", algorithm,
                 *(format_cell(cells.get(i)) for i in implementations),
                 format_ratio(cells.get("upstream"), cells.get("core"), args.budget),
                 format_ratio(cells.get("reference"), cells.get("core"), args.budget),
+                format_ratio(cells.get("naive"), cells.get("core"), args.budget),
                 format_ratio(cells.get("drop-in"), cells.get("floor"), args.budget),
-                format_bytes(cells["core"].peak_growth_bytes if "core" in cells else None),
+                format_bytes(core_growth),
+                "" if core_growth is None else f"{core_growth / workload.tensor_count:,.0f}",
                 format_bytes(peak_rss),
             ]  # fmt: skip
             lines.append("| " + " | ".join(row) + " |")
@@ -274,9 +279,11 @@ def main(argv: list[str] | None = None) -> None:
                 f" {platform.python_version()}, {os.cpu_count()} cores (shared with other work:"
                 " timings are noisy). Median of the rounds run; a Python cell gets"
                 f" {args.budget:g} s (`> budget`: its first round did not finish; `not run`: over"
-                " budget at a smaller n of the same family). Ratios are median over median;"
+                " budget at a smaller n of the same family). Ratios are median over median, the"
+                " other implementation's time over ours (core vs naive > 1: the core is faster);"
                 " `> N×` is a lower bound from the budget. `core peak +RSS`: what the core's call"  # noqa: RUF001
-                " adds to the process's peak resident memory; `peak RSS`: the largest resident"
+                " adds to the process's peak resident memory (`core bytes/tensor`: the same per"
+                " tensor); `peak RSS`: the largest resident"
                 " size of any cell of the row (the process includes torch and executorch)."
             ),
         ]

@@ -10,9 +10,9 @@ Memory hierarchies:
 
 * synthetic graphs and exported models: a Cadence-like three levels, 256 KiB (alignment 16),
   4 MiB (64), 1 GiB (64), as ``bench/conftest.py`` and ``python -m cadence_memplan``;
-* real/ instances (tensors of up to 9.4 GB, peaks of up to 497 GB): the same two small
-  levels, then a last level holding all buffers side by side, so planning never fails and
-  the hierarchy still sorts small tensors into fast memory;
+* real/ instances (tensors of up to 9.4 GB, peaks of up to 497 GB): a fast memory of a
+  quarter of the instance's peak-live bound (alignment 16), then one of 2^50 bytes (64),
+  so planning never fails and the fast memory fills up and fragments, as on a DSP;
 * challenging/ instances: the capacity in the file name (alignment 1; MiniMalloc knows a
   packing that fits, the greedy placers do not find it), then an overflow memory as big
   as all buffers together.
@@ -34,6 +34,7 @@ import cadence_memplan
 from cadence_memplan import reference
 from cadence_memplan.minimalloc import capacity_from_filename, read_minimalloc_csv
 from cadence_memplan.synthetic import synthetic_graph
+from cadence_memplan.usage import peak_live_bytes_per_memory
 
 __all__ = [
     "CADENCE_ALIGNMENTS",
@@ -124,9 +125,11 @@ def _instance_problem(path: Path) -> tuple[Any, ...]:
         memory_sizes = [capacity, max(1, int(instance.sizes.sum()))]
         alignments = [1, 1]
     else:
-        everything = int(np.sum(-(-instance.sizes // 64) * 64)) + 64
-        memory_sizes = [*CADENCE_MEMORY_SIZES[:2], everything]
-        alignments = CADENCE_ALIGNMENTS
+        peak_live = peak_live_bytes_per_memory(
+            np.ones_like(instance.sizes), instance.sizes, instance.starts, instance.ends, 1
+        )[1]
+        memory_sizes = [max(1, int(peak_live) // 4), 1 << 50]
+        alignments = [16, 64]
     return (*instance[1:], memory_sizes, alignments)
 
 
@@ -257,6 +260,16 @@ def _arrays_based(planner: Callable, algorithm: str, workload: Workload) -> tupl
     return (lambda: None), run, check
 
 
+def _naive_scan(algorithm: str, workload: Workload) -> tuple[Callable, ...]:
+    """The simplest correct native planner: our core with every memory scanned in offset
+    order, as TFLM's planner and TFLite's greedy_by_size do (``occupancy="scan"``)."""
+
+    def plan_by_scan(*args: Any, **kwargs: Any) -> Any:
+        return cadence_memplan.plan(*args, **kwargs, occupancy="scan")
+
+    return _arrays_based(plan_by_scan, algorithm, workload)
+
+
 def _marshalling_floor(algorithm: str, workload: Workload) -> tuple[Callable, ...]:
     """The least any TensorSpec-based plan() must do: read each spec's lifetime and
     ``allocated_memory`` once, and write a (mem_id, mem_offset) back. The values written
@@ -291,6 +304,8 @@ def prepare(implementation: str, algorithm: str, workload: Workload) -> tuple[Ca
         return _arrays_based(cadence_memplan.plan, algorithm, workload)
     if implementation == "reference":
         return _arrays_based(reference.plan, algorithm, workload)
+    if implementation == "naive":
+        return _naive_scan(algorithm, workload)
     if implementation == "floor":
         return _marshalling_floor(algorithm, workload)
     if implementation == "upstream":
@@ -311,7 +326,7 @@ def prepare(implementation: str, algorithm: str, workload: Workload) -> tuple[Ca
 
 
 # In table order; the Python ones are quadratic and run under the per-cell time budget.
-IMPLEMENTATIONS = ("upstream", "reference", "core", "drop-in", "floor")
+IMPLEMENTATIONS = ("upstream", "reference", "naive", "core", "drop-in", "floor")
 PYTHON_IMPLEMENTATIONS = ("upstream", "reference")
 
 

@@ -1,6 +1,7 @@
 #include "occupancy.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace cadence_memplan {
@@ -240,30 +241,65 @@ std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTa
   return nullptr;
 }
 
-Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
-  std::vector<Time> starts, ends;
-  starts.reserve(lifetimes.size());
-  ends.reserve(lifetimes.size());
+int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
+  int64_t count = 0;
+  Time first = std::numeric_limits<Time>::max();
+  Time last = std::numeric_limits<Time>::min();
   for (const Lifetime& lifetime : lifetimes) {
     if (lifetime.empty()) continue;
-    starts.push_back(lifetime.start);
-    ends.push_back(lifetime.end);
+    ++count;
+    first = std::min(first, lifetime.start);
+    last = std::max(last, lifetime.end);
   }
-  std::sort(starts.begin(), starts.end());
-  std::sort(ends.begin(), ends.end());
-  // Lifetimes i and j are disjoint when one ends before the other starts,
-  // and then exactly one of (i, j), (j, i) has j ending before i starts.
-  const auto count = static_cast<int64_t>(starts.size());
+  if (count < 2) return 0;
+  // Lifetimes i and j are disjoint when one ends before the other starts, and
+  // then exactly one of (i, j), (j, i) has j ending before i starts: count
+  // those pairs, by time.
   int64_t disjoint_pairs = 0;
-  size_t ended = 0;  // Lifetimes that end before the current start.
-  for (Time start : starts) {
-    while (ended < ends.size() && ends[ended] < start) ++ended;
-    disjoint_pairs += static_cast<int64_t>(ended);
+  const auto span = static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
+  if (span <= 4 * static_cast<uint64_t>(count)) {
+    // Dense node indices, as exported graphs have: histograms over time.
+    std::vector<int64_t> starts_at(span + 1, 0), ends_at(span + 1, 0);
+    for (const Lifetime& lifetime : lifetimes) {
+      if (lifetime.empty()) continue;
+      ++starts_at[lifetime.start - first];
+      ++ends_at[lifetime.end - first];
+    }
+    int64_t ended = 0;  // Lifetimes that end before time t.
+    for (uint64_t t = 0; t <= span; ++t) {
+      disjoint_pairs += starts_at[t] * ended;
+      ended += ends_at[t];
+    }
+  } else {
+    std::vector<Time> starts, ends;
+    starts.reserve(count);
+    ends.reserve(count);
+    for (const Lifetime& lifetime : lifetimes) {
+      if (lifetime.empty()) continue;
+      starts.push_back(lifetime.start);
+      ends.push_back(lifetime.end);
+    }
+    std::sort(starts.begin(), starts.end());
+    std::sort(ends.begin(), ends.end());
+    size_t ended = 0;
+    for (Time start : starts) {
+      while (ended < ends.size() && ends[ended] < start) ++ended;
+      disjoint_pairs += static_cast<int64_t>(ended);
+    }
   }
-  // Both counts stay below n^2 / 2 < 2^63 for any n a machine can hold.
-  const int64_t overlapping_pairs = count * (count - 1) / 2 - disjoint_pairs;
-  return overlapping_pairs >= kSegmentTreeMinAverageOverlaps * count ? Occupancy::kSegmentTree
-                                                                     : Occupancy::kIntervalIndex;
+  // Below n^2 / 2 < 2^63 for any n a machine can hold.
+  return count * (count - 1) / 2 - disjoint_pairs;
+}
+
+Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
+  const auto count = static_cast<double>(lifetimes.size());
+  if (count == 0) return Occupancy::kScan;
+  const double k = static_cast<double>(CountOverlappingPairs(lifetimes)) / count;
+  const double scan = 0.65 * count;
+  const double interval = 200 + 27 * k;
+  const double tree = 1000 + 20 * std::min(k, 150.0);
+  if (scan <= interval && scan <= tree) return Occupancy::kScan;
+  return interval <= tree ? Occupancy::kIntervalIndex : Occupancy::kSegmentTree;
 }
 
 }  // namespace cadence_memplan

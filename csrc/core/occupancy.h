@@ -82,13 +82,19 @@ class MemoryOccupancy {
 std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTable& table,
                                                Size alignment);
 
-// The tree pays off when the placements see many tensors alive at once. The
-// number of lifetime-overlapping pairs is exactly the number of tensors all
-// placements together would list if every tensor went to one memory; divided
-// by the tensor count it is the average k.
-inline constexpr int64_t kSegmentTreeMinAverageOverlaps = 256;
+// The number of pairs of non-empty lifetimes that overlap: exactly the number
+// of tensors all placements together would list if every tensor went to one
+// memory. O(n + time span) when node indices are dense, else O(n log n).
+int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes);
 
-// The occupancy kAuto stands for, for these lifetimes. O(n log n).
+// The occupancy kAuto stands for: the cheapest by a cost model of planning
+// time per tensor, in nanoseconds, fitted on synthetic graphs and MiniMalloc's
+// real instances (x86-64; n tensors, k = overlapping pairs / n):
+//   scan      0.65 n            (every tensor of the memory, in cache order)
+//   interval  200 + 27 k        (the listed tensors, sorted)
+//   tree      1000 + 20 min(k, 150)
+// So a few thousand tensors are scanned, and graphs with many tensors alive
+// at once get the tree. A wrong choice costs time, never a different plan.
 Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes);
 
 }  // namespace cadence_memplan
