@@ -27,6 +27,11 @@
 //     here that assertion is a PlanningFailure.
 //   * Upstream aligns with floating-point division, which is inexact above
 //     2^53 bytes; this core is exact everywhere.
+//
+// Each memory answers "which bytes are taken while this tensor lives?"
+// through a MemoryOccupancy (occupancy.h): a scan, a time-bucketed interval
+// index, or a segment tree of merged free space, chosen per request
+// (PlanRequest::occupancy). The plan does not depend on the choice.
 #pragma once
 
 #include <functional>
