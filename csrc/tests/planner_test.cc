@@ -216,6 +216,55 @@ void TestHandMade() {
   memplan_test::SetContext("");
 }
 
+// The cases where a memory's merged segments cannot answer the heuristic and
+// the planner lists the tensors instead (occupancy.h), each under every
+// occupancy against the reference.
+void TestFallbacks() {
+  const auto expect = [](const PlanRequest& r, Algorithm a, Outcome outcome, const char* what) {
+    memplan_test::SetContext(what);
+    const Comparison c = CompareWithReference(r, a);
+    if (!CHECK(c.problem.empty())) std::cerr << "    " << c.problem << "\n";
+    CHECK(c.outcome == outcome);
+  };
+  // Zero-size tensors split a hole without taking a byte: a 48-byte hole at
+  // 16 split at 32 by a zero-size tensor leaves two 16-byte holes, so a
+  // 32-byte tensor goes on top (64) instead of into the hole (16).
+  PlanRequest zero;
+  zero.memories = {{1000, 16}};
+  zero.placed = {{{{0, 9}, 16}, {1, 0}}, {{{0, 9}, 0}, {1, 32}}, {{{0, 9}, 16}, {1, 48}}};
+  zero.tensors = {{{0, 9}, 16}, {{2, 3}, 32}, {{2, 3}, 0}};
+  expect(zero, Algorithm::kGreedyByHeuristic, Outcome::kPlanned, "zero-size tensors");
+  expect(zero, Algorithm::kPositionBasedGreedy, Outcome::kPlanned, "zero-size tensors");
+  CHECK_EQ(Plan(zero, Algorithm::kGreedyByHeuristic).placements[1], (Placement{1, 64}));
+  // Before its first placement in a memory the heuristic scans the placed
+  // tensors in their given order: here 96 then 0, so the gap before 96 counts
+  // from 0 and a 64-byte tensor lands at 0, over the tensor at 0.
+  PlanRequest unsorted;
+  unsorted.memories = {{1000, 16}};
+  unsorted.placed = {{{{0, 9}, 16}, {1, 96}}, {{{0, 9}, 16}, {1, 0}}};
+  unsorted.tensors = {{{2, 3}, 64}};
+  expect(unsorted, Algorithm::kGreedyByHeuristic, Outcome::kPlanningFailure,
+         "first placement in a memory that holds tensors");
+  // A kept incoming offset that meets a tensor fails, naming that tensor.
+  PlanRequest kept;
+  kept.memories = {{100, 16}};
+  kept.placed = {{{{0, 9}, 48}, {1, 0}}};
+  kept.tensors = {{{2, 3}, 64}};
+  kept.incoming_offsets = {32};
+  expect(kept, Algorithm::kGreedyByHeuristic, Outcome::kPlanningFailure,
+         "kept incoming offset that collides");
+  for (Occupancy occupancy : kEveryOccupancy) {
+    kept.occupancy = occupancy;
+    try {
+      Plan(kept, Algorithm::kGreedyByHeuristic);
+    } catch (const PlanningFailure& f) {
+      CHECK(std::string(f.what()).find("would overlap placed tensor 0 at offset 0") !=
+            std::string::npos);
+    }
+  }
+  memplan_test::SetContext("");
+}
+
 // A tensor larger than a memory skips the search there, yet the failure still
 // names the offset the search finds, as for any other memory without room.
 void TestFailureMessages() {
@@ -377,6 +426,7 @@ int main() {
   const auto begin = std::chrono::steady_clock::now();
   TestHandMade();
   TestFailureMessages();
+  TestFallbacks();
   TestCheckRequest();
   TestHugeValues();
   constexpr int kSmallCases = 20000;
