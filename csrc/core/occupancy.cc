@@ -7,25 +7,6 @@
 namespace cadence_memplan {
 namespace {
 
-// The gap scan of upstream's best fit over tensors in (offset, insertion)
-// order: each gap is measured from the largest aligned end so far.
-template <typename Slots>
-SmallestHole ScanForSmallestHole(const SlotTable& table, Size alignment, Size size,
-                                 const Slots& in_order) {
-  SmallestHole best;
-  Size best_length = 0;
-  for (Slot other : in_order) {
-    const Size gap = table.slots[other].offset - best.top;
-    if (gap >= size && (best.begin == kNoOffset || gap < best_length)) {
-      best.begin = best.top;
-      best_length = gap;
-    }
-    best.top = std::max(best.top,
-                        AlignUp(SaturatingAdd(table.slots[other].offset, table.slots[other].size), alignment));
-  }
-  return best;
-}
-
 bool StorageMeetsAny(const SlotTable& table, Slot slot, Offset offset,
                      const std::vector<Slot>& others) {
   return std::any_of(others.begin(), others.end(), [&](Slot other) {
@@ -178,50 +159,73 @@ class ScanOccupancy final : public MemoryOccupancy {
   ScanOccupancy(const SlotTable& table, Size alignment) : table_(table), alignment_(alignment) {}
 
   void Insert(Slot slot) override {
+    const SlotTable::SlotState& state = table_.slots[slot];
     // After every equal offset: the new slot has the largest sequence.
     const auto at = std::upper_bound(
-        by_offset_.begin(), by_offset_.end(), table_.slots[slot].offset,
-        [&](Offset offset, Slot other) { return offset < table_.slots[other].offset; });
-    by_offset_.insert(at, slot);
+        by_offset_.begin(), by_offset_.end(), state.offset,
+        [](Offset offset, const Entry& entry) { return offset < entry.offset; });
+    by_offset_.insert(at, {table_.layout.lifetime(slot), state.offset, state.size, slot});
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
     const Size size = table_.slots[slot].size;
     const Lifetime& lifetime = table_.layout.lifetime(slot);
     Offset candidate = 0;
-    for (Slot other : by_offset_) {
-      if (table_.slots[other].size == 0 || !lifetime.Overlaps(table_.layout.lifetime(other))) continue;
-      if (table_.slots[other].offset - candidate >= size) break;
-      const Offset end = SaturatingAdd(table_.slots[other].offset, table_.slots[other].size);
+    for (const Entry& entry : by_offset_) {
+      if (entry.size == 0 || !lifetime.Overlaps(entry.lifetime)) continue;
+      if (entry.offset - candidate >= size) break;  // Fits before it and every later one.
+      const Offset end = SaturatingAdd(entry.offset, entry.size);
       if (end > candidate) candidate = AlignUp(end, alignment_);
     }
     return candidate;
   }
 
+  // Upstream's own loop: each gap is measured from the largest aligned end so far.
   SmallestHole FindSmallestHole(Slot slot) const override {
-    overlapping_.clear();
-    FindOverlapping(slot, &overlapping_);  // Already in (offset, insertion) order.
-    return ScanForSmallestHole(table_, alignment_, table_.slots[slot].size, overlapping_);
+    const Size size = table_.slots[slot].size;
+    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    SmallestHole best;
+    Size best_length = 0;
+    for (const Entry& entry : by_offset_) {
+      if (!lifetime.Overlaps(entry.lifetime)) continue;
+      const Size gap = entry.offset - best.top;
+      if (gap >= size && (best.begin == kNoOffset || gap < best_length)) {
+        best.begin = best.top;
+        best_length = gap;
+      }
+      best.top = std::max(best.top, AlignUp(SaturatingAdd(entry.offset, entry.size), alignment_));
+    }
+    return best;
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    overlapping_.clear();
-    FindOverlapping(slot, &overlapping_);
-    return StorageMeetsAny(table_, slot, offset, overlapping_);
+    const Size size = table_.slots[slot].size;
+    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    return std::any_of(by_offset_.begin(), by_offset_.end(), [&](const Entry& entry) {
+      return lifetime.Overlaps(entry.lifetime) &&
+             StorageOverlaps(offset, size, entry.offset, entry.size);
+    });
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
     const Lifetime& lifetime = table_.layout.lifetime(slot);
-    for (Slot other : by_offset_) {
-      if (lifetime.Overlaps(table_.layout.lifetime(other))) out->push_back(other);
+    for (const Entry& entry : by_offset_) {
+      if (lifetime.Overlaps(entry.lifetime)) out->push_back(entry.slot);
     }
   }
 
  private:
+  // What a scan reads of each tensor, side by side in (offset, insertion) order.
+  struct Entry {
+    Lifetime lifetime;
+    Offset offset;
+    Size size;
+    Slot slot;
+  };
+
   const SlotTable& table_;
   const Size alignment_;
-  std::vector<Slot> by_offset_;  // (offset, insertion) order.
-  mutable std::vector<Slot> overlapping_;
+  std::vector<Entry> by_offset_;
 };
 
 }  // namespace

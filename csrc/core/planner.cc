@@ -137,20 +137,11 @@ class Planner {
     }
   }
 
-  PlanResult Run() {
+  // Places the tensors in `order`, a permutation of the tensor indexes.
+  PlanResult Run(const std::vector<TensorIndex>& order) {
     PollInterrupted();  // Building the indexes sorts every lifetime: poll after it.
-    // Largest first, ties in input order: a stable sort by size, done as a
-    // plain sort of (size, index) pairs, which reads no tensor twice.
-    std::vector<std::pair<Size, TensorIndex>> by_size(request_.tensors.size());
-    for (size_t i = 0; i < by_size.size(); ++i) {
-      by_size[i] = {request_.tensors[i].size, static_cast<TensorIndex>(i)};
-    }
-    std::sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    PollInterrupted();
     int64_t until_interrupt_check = kInterruptCheckInterval;
-    for (const auto& [size, i] : by_size) {
+    for (TensorIndex i : order) {
       if (--until_interrupt_check == 0) {
         until_interrupt_check = kInterruptCheckInterval;
         PollInterrupted();
@@ -418,9 +409,40 @@ class Planner {
 
 }  // namespace
 
+std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors) {
+  // Largest first, ties in input order: a stable sort by size, done as a
+  // plain sort of (size, index) pairs, which reads no tensor twice.
+  std::vector<std::pair<Size, TensorIndex>> by_size(tensors.size());
+  for (size_t i = 0; i < by_size.size(); ++i) {
+    by_size[i] = {tensors[i].size, static_cast<TensorIndex>(i)};
+  }
+  std::sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<TensorIndex> order(by_size.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = by_size[k].second;
+  return order;
+}
+
 PlanResult Plan(const PlanRequest& request, Algorithm algorithm) {
   if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
-  return Planner(request, algorithm).Run();
+  Planner planner(request, algorithm);
+  return planner.Run(UpstreamOrder(request.tensors));
+}
+
+PlanResult PlanInOrder(const PlanRequest& request, Algorithm algorithm,
+                       const std::vector<TensorIndex>& order) {
+  if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
+  std::vector<bool> seen(request.tensors.size(), false);
+  bool permutation = order.size() == request.tensors.size();
+  for (size_t k = 0; permutation && k < order.size(); ++k) {
+    const TensorIndex i = order[k];
+    permutation = i >= 0 && i < static_cast<TensorIndex>(seen.size()) && !seen[i];
+    if (permutation) seen[i] = true;
+  }
+  if (!permutation) throw InvalidInput("the visit order is not a permutation of the tensors");
+  Planner planner(request, algorithm);
+  return planner.Run(order);
 }
 
 }  // namespace cadence_memplan

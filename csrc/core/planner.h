@@ -123,4 +123,13 @@ std::string CheckRequest(const PlanRequest& request);
 // PlanningFailure or Interrupted. Deterministic: the result depends only on the request.
 PlanResult Plan(const PlanRequest& request, Algorithm algorithm);
 
+// Upstream's visit order: by size, largest first, ties in input order.
+std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors);
+
+// Plan() with the tensors visited in `order`, a permutation of their indexes,
+// instead of UpstreamOrder: the same placers on another order, as the
+// portfolio search of best.h tries them.
+PlanResult PlanInOrder(const PlanRequest& request, Algorithm algorithm,
+                       const std::vector<TensorIndex>& order);
+
 }  // namespace cadence_memplan
