@@ -1,75 +1,24 @@
-"""The array API: plan and validate tensors given as numpy integer arrays."""
+"""The array API: plan and validate tensors given as integer arrays. The only caller of the
+C++ extension (``_core``): it checks and converts the input, calls the core with the GIL
+released, and turns the core's failures into :class:`PlanningError` with the peak-live
+bound attached."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from ._types import ALGORITHMS, Algorithm, PlanningError, PlanResult, Preplaced
+from ._validation import MAX_MEMORIES, as_int64
+from .stats import format_bytes, peak_live_bytes
 
-Algorithm = Literal["position", "heuristic"]
-ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
+__all__ = ["allowed_mask", "blocked_masks", "plan", "plan_int64", "validate"]
 
-_INT64_MAX = np.iinfo(np.int64).max
-_INT64_MIN = np.iinfo(np.int64).min
-
-
-class Preplaced(NamedTuple):
-    """Tensors already in a memory before the call (upstream's ``state.allocated_buffers``).
-
-    The order of one memory's tensors here is that memory's list order, which the
-    heuristic reads (see :func:`plan`).
-    """
-
-    starts: npt.ArrayLike
-    ends: npt.ArrayLike
-    sizes: npt.ArrayLike
-    mem_ids: npt.ArrayLike
-    offsets: npt.ArrayLike
-
-
-@dataclass(frozen=True)
-class PlanResult:
-    """Where :func:`plan` put each tensor.
-
-    ``bufsizes`` and ``memory_order`` are indexed by memory id ``0..N`` like
-    upstream's ``MemoryPlanningState`` (id 0 is reserved and stays empty).
-    ``memory_order[m]`` is memory m's list order after the call: entries below
-    ``len(preplaced)`` name preplaced tensors, ``len(preplaced) + i`` names tensor i.
-    """
-
-    mem_ids: npt.NDArray[np.int64]
-    offsets: npt.NDArray[np.int64]
-    bufsizes: npt.NDArray[np.int64]
-    memory_order: tuple[npt.NDArray[np.int64], ...]
-
-
-def as_int64(name: str, values: Any) -> npt.NDArray[np.int64]:
-    """Return ``values`` as a 1-D int64 array, or raise naming the first bad entry."""
-    array = np.asarray(values)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    if array.dtype == object:
-        for index, value in enumerate(array.tolist()):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name}[{index}] is {value!r}, not an integer")
-            if not _INT64_MIN <= value <= _INT64_MAX:
-                raise ValueError(f"{name}[{index}] = {value} does not fit in int64")
-        array = array.astype(np.int64)
-    elif array.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    elif array.dtype.kind not in "iu":
-        raise TypeError(
-            f"{name} must hold integers, got dtype {array.dtype} ({name}[0] = {array[0]!r})"
-        )
-    elif array.dtype.kind == "u" and array.max() > _INT64_MAX:
-        index = int(np.argmax(array > _INT64_MAX))
-        raise ValueError(f"{name}[{index}] = {array[index]} does not fit in int64")
-    return np.ascontiguousarray(array, dtype=np.int64)
+_EMPTY = np.zeros(0, dtype=np.int64)
+_NO_PREPLACED = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
 
 
 def blocked_masks(
@@ -85,7 +34,10 @@ def blocked_masks(
             f" got {matrix.shape}"
         )
     bits = np.left_shift(np.uint64(1), np.arange(1, memory_count + 1, dtype=np.uint64))
-    return np.bitwise_or.reduce(np.where(matrix, bits, np.uint64(0)), axis=1).astype(np.uint64)
+    masks: npt.NDArray[np.uint64] = np.bitwise_or.reduce(
+        np.where(matrix, bits, np.uint64(0)), axis=1
+    ).astype(np.uint64)
+    return masks
 
 
 def allowed_mask(allowed: npt.ArrayLike | None, memory_count: int) -> int:
@@ -102,7 +54,66 @@ def allowed_mask(allowed: npt.ArrayLike | None, memory_count: int) -> int:
     return sum(1 << (index + 1) for index, ok in enumerate(vector.tolist()) if ok)
 
 
-_EMPTY = np.zeros(0, dtype=np.int64)
+def _failure(
+    error: _core.PlanningError,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    preplaced: Preplaced,
+    memory_sizes: npt.NDArray[np.int64],
+) -> PlanningError:
+    """The core's message, plus how many bytes must be alive at once (computed only now)."""
+    bound = peak_live_bytes(
+        np.concatenate([np.asarray(preplaced.starts, np.int64), starts]),
+        np.concatenate([np.asarray(preplaced.ends, np.int64), ends]),
+        np.concatenate([np.asarray(preplaced.sizes, np.int64), sizes]),
+    )
+    total = int(memory_sizes.sum())
+    verdict = "more than" if bound > total else "within"
+    holders = "the one memory holds" if len(memory_sizes) == 1 else "the memories hold in all"
+    message = (
+        f"{error}\n  peak-live lower bound: {format_bytes(bound)} ({bound:,} bytes) must be"
+        f" alive at once, {verdict} the {format_bytes(total)} ({total:,} bytes) {holders}"
+    )
+    return PlanningError(message, error.tensor_index)
+
+
+def plan_int64(
+    algorithm: Algorithm,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    memory_sizes: npt.NDArray[np.int64],
+    memory_alignments: npt.NDArray[np.int64],
+    blocked: npt.NDArray[np.uint64],
+    allowed: int,
+    preplaced: Preplaced,
+    incoming_offsets: npt.NDArray[np.int64],
+    keep_incoming_offset: bool,
+) -> PlanResult:
+    """:func:`plan` on input already converted (int64 arrays, bit masks): the drop-in
+    classes' way in. ``preplaced`` holds int64 arrays; ``incoming_offsets`` may be empty."""
+    try:
+        mem_ids, offsets, bufsizes, memory_order = _core.plan(
+            algorithm,
+            starts,
+            ends,
+            sizes,
+            memory_sizes,
+            memory_alignments,
+            blocked,
+            allowed,
+            np.asarray(preplaced.starts, dtype=np.int64),
+            np.asarray(preplaced.ends, dtype=np.int64),
+            np.asarray(preplaced.sizes, dtype=np.int64),
+            np.asarray(preplaced.mem_ids, dtype=np.int64),
+            np.asarray(preplaced.offsets, dtype=np.int64),
+            incoming_offsets,
+            keep_incoming_offset,
+        )
+    except _core.PlanningError as error:
+        raise _failure(error, starts, ends, sizes, preplaced, memory_sizes) from None
+    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order))
 
 
 def plan(
@@ -126,8 +137,9 @@ def plan(
     ``memory_sizes[m-1]`` bytes and alignment ``memory_alignments[m-1]`` (any positive
     value).
 
-    ``algorithm``: ``"position"`` is upstream's PositionBasedGreedyWithHierarchy (first
-    fit), ``"heuristic"`` its GreedyWithHeuristic (best fit, arXiv 2001.03288).
+    ``algorithm``: ``"position"`` (the default, as upstream's ``mem_algo=0``) is upstream's
+    PositionBasedGreedyWithHierarchy (first fit), ``"heuristic"`` its GreedyWithHeuristic
+    (best fit, arXiv 2001.03288).
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
@@ -136,7 +148,7 @@ def plan(
     turns the quirk off.
 
     Raises ValueError or TypeError for bad input and :class:`PlanningError` when a tensor
-    fits nowhere; the error names the tensor and every memory tried.
+    fits nowhere; the error names the tensor, every memory tried, and the peak-live bound.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -144,17 +156,18 @@ def plan(
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
     memory_count = len(memory_sizes_array)
-    if not 1 <= memory_count <= _core.MAX_MEMORIES:
-        raise ValueError(
-            f"the number of memories must be in 1..{_core.MAX_MEMORIES}, got {memory_count}"
-        )
+    if not 1 <= memory_count <= MAX_MEMORIES:
+        raise ValueError(f"the number of memories must be in 1..{MAX_MEMORIES}, got {memory_count}")
     masks = (
         np.zeros(0, dtype=np.uint64)
         if blocked is None
         else blocked_masks(blocked, tensor_count, memory_count)
     )
-    placed = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY) if preplaced is None else preplaced
-    mem_ids, offsets, bufsizes, memory_order = _core.plan(
+    given = _NO_PREPLACED if preplaced is None else preplaced
+    placed = Preplaced(
+        *(as_int64(f"preplaced.{field}", getattr(given, field)) for field in Preplaced._fields)
+    )
+    return plan_int64(
         algorithm,
         starts_array,
         as_int64("ends", ends),
@@ -163,11 +176,10 @@ def plan(
         as_int64("memory_alignments", memory_alignments),
         masks,
         allowed_mask(allowed, memory_count),
-        *(as_int64(f"preplaced.{field}", getattr(placed, field)) for field in Preplaced._fields),
+        placed,
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
     )
-    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order))
 
 
 def validate(
