@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 import cadence_memplan
 from cadence_memplan import reference
-from cadence_memplan.minimalloc import capacity_from_filename, read_minimalloc_csv
+from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
 from cadence_memplan.synthetic import synthetic_graph
 
 __all__ = [
@@ -153,12 +153,11 @@ def export_encoder_specs(depth: int) -> list[Any]:
     )
     from executorch.exir.passes import SpecPropPass
 
-    layer = torch.nn.TransformerEncoderLayer(
-        d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0, batch_first=True
-    )
-    model = torch.nn.TransformerEncoder(layer, depth, enable_nested_tensor=False).eval()
+    from cadence_memplan.cli.models import build_model
+
+    model, inputs = build_model("encoder", layers=depth, width=256, tokens=128, feedforward=1024)
     with torch.no_grad():
-        exported = torch.export.export(model, (torch.randn(1, 128, 256),))
+        exported = torch.export.export(model, inputs)
     program = to_edge(exported).exported_program()
     graph_module = SpecPropPass()(program.graph_module).graph_module
     update_all_tensors_lifetime(graph_module, program.graph_signature)

@@ -139,8 +139,8 @@ def _build_parser() -> argparse.ArgumentParser:
     planner.add_argument(
         "--pte",
         metavar="FILE",
-        help="write the planned program (models only; runs on an ExecuTorch runtime with the"
-        " kernels of its ops)",
+        help="write the planned program (models only; it holds Cadence ops, so it runs on an"
+        " ExecuTorch runtime built with Cadence's kernels)",
     )
     planner.add_argument(
         "--compare",
@@ -470,7 +470,10 @@ def _run_plan(arguments: argparse.Namespace) -> int:
         if arguments.pte:
             assert program is not None  # --pte was refused above for inputs that are not models
             Path(arguments.pte).write_bytes(program.buffer)
-            print(f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes)")
+            print(
+                f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
+                " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
+            )
         if arguments.plot:
             from .plot import plot_memory_map
 
