@@ -21,13 +21,10 @@ from executorch.backends.cadence.aot.memory_planning import (
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
-from executorch.exir import ExecutorchBackendConfig
-from executorch.exir.passes import ToOutVarPass
-from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 
 from cadence_memplan import CadenceMemoryPlanning
 from cadence_memplan.cli.models import build_model
-from cadence_memplan.executorch.compiler import import_cadence_compiler
+from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
 from cadence_memplan.executorch.lowering import TimedPlanning
 
 __all__ = ["main"]
@@ -61,15 +58,7 @@ def main() -> None:
         planning = TimedPlanning(planner(MEMORY_CONFIG, CompileMode.DEFAULT, arguments.mem_algo))
         program_edge = copy.deepcopy(edge)
         start = time.perf_counter()
-        program = program_edge.to_executorch(
-            ExecutorchBackendConfig(
-                memory_planning_pass=planning,
-                emit_stacktrace=False,
-                to_out_var_pass=ToOutVarPass(),
-                extract_delegate_segments=False,
-                sym_shape_eval_pass=ConstraintBasedSymShapeEvalPass(),
-            )
-        )
+        program = program_edge.to_executorch(cadence_backend_config(planning))
         to_executorch_seconds = time.perf_counter() - start
         buffers[label] = program.buffer
         nodes = len(program.exported_program().graph_module.graph.nodes)

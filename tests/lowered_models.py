@@ -18,16 +18,14 @@ from executorch.backends.cadence.aot.memory_planning import (
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig, get_default_memory_config
-from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, ExecutorchProgramManager
+from executorch.exir import EdgeProgramManager, ExecutorchProgramManager
 from executorch.exir.memory_planning import collect_specs_from_nodes
-from executorch.exir.passes import ToOutVarPass
-from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan
 from cadence_memplan.cli.models import build_model
 from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-from cadence_memplan.executorch.compiler import import_cadence_compiler
+from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
 
 compiler = import_cadence_compiler()
 
@@ -58,15 +56,7 @@ def edge_program(lowered: dict[str, EdgeProgramManager], name: str) -> EdgeProgr
 
 def to_executorch(edge: EdgeProgramManager, memory_planning: Any) -> ExecutorchProgramManager:
     """``to_executorch`` with the config Cadence's compiler uses, memory planning swapped."""
-    return edge.to_executorch(
-        ExecutorchBackendConfig(
-            memory_planning_pass=memory_planning,
-            emit_stacktrace=False,
-            to_out_var_pass=ToOutVarPass(),
-            extract_delegate_segments=False,
-            sym_shape_eval_pass=ConstraintBasedSymShapeEvalPass(),
-        )
-    )
+    return edge.to_executorch(cadence_backend_config(memory_planning))
 
 
 def node_specs(graph_module: torch.fx.GraphModule) -> Iterator[tuple[str, int, TensorSpec]]:
