@@ -305,8 +305,9 @@ def _plan_model(
     path: Path | None,
     memories: Sequence[Memory],
     progress: Progress,
-) -> tuple[Any, TensorTable, list[str], dict[str, float], bool]:
-    """Export (or load), lower and plan a model; with --compare, also with upstream's pass."""
+) -> tuple[Any, TensorTable, list[str], dict[str, float], Callable[[], bool] | None]:
+    """Export (or load), lower and plan a model; with --compare, also with upstream's pass
+    (the comparison is printed later, after the report, by the returned callable)."""
     progress("importing torch and executorch")
     with _quiet_libraries(arguments.debug):
         try:
@@ -360,7 +361,7 @@ def _plan_model(
             raise CliError(
                 f"planning failed: {_one_line(message)}", EXIT_PLANNING_FAILED
             ) from error
-        same = True
+        compare = None
         if upstream_edge is not None:
             from executorch.backends.cadence.aot.memory_planning import (
                 CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
@@ -370,17 +371,20 @@ def _plan_model(
             theirs = lower_and_plan(
                 upstream_edge, UpstreamCadenceMemoryPlanning, *planning_options, "upstream Python"
             )
-            same = print_comparison(
-                ours.table,
-                theirs.table,
-                ours.timings["placer (C++ core)"],
-                theirs.timings["placer (upstream Python)"],
-                "upstream's CadenceMemoryPlanning",
-            )
-            same_bytes = theirs.program.buffer == ours.program.buffer
-            print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
-            same = same and same_bytes
-    return ours.program, ours.table, ours.node_names, ours.timings, same
+
+            def compare() -> bool:
+                same = print_comparison(
+                    ours.table,
+                    theirs.table,
+                    ours.timings["placer (C++ core)"],
+                    theirs.timings["placer (upstream Python)"],
+                    "upstream's CadenceMemoryPlanning",
+                )
+                same_bytes = theirs.program.buffer == ours.program.buffer
+                print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
+                return same and same_bytes
+
+    return ours.program, ours.table, ours.node_names, ours.timings, compare
 
 
 # --------------------------------------------------------------------------- the command
@@ -413,9 +417,9 @@ def _run_plan(arguments: argparse.Namespace) -> int:
 
     program = None
     node_names: list[str] | None = None
-    same = True
+    compare: Callable[[], bool] | None = None
     if is_model:
-        program, table, node_names, timings, same = _plan_model(
+        program, table, node_names, timings, compare = _plan_model(
             arguments, label, path, memories, progress
         )
     else:
@@ -443,11 +447,14 @@ def _run_plan(arguments: argparse.Namespace) -> int:
             theirs, their_seconds = _plan_arrays(
                 labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
             )
-            same = print_comparison(
-                table, theirs, seconds, their_seconds, "cadence_memplan.reference"
-            )
+
+            def compare() -> bool:
+                return print_comparison(
+                    table, theirs, seconds, their_seconds, "cadence_memplan.reference"
+                )
 
     print_report(label, table, memories, algorithm, timings, node_names)
+    same = compare() if compare is not None else True
     # Tensors inside another's storage on purpose are left out; no other pair may collide.
     own = ~table.shares_storage
     problem = validate(
