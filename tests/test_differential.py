@@ -382,7 +382,9 @@ def test_documented_refusals_raise_value_error_and_change_nothing(
     upstream_class, our_class = ALGORITHM_CLASSES[algorithm]
     for algo_class in (upstream_class, our_class):
         if how == "config" and algo_class is our_class:
-            with pytest.raises(ValueError, match="memory 1: size 0 is not an integer in"):
+            with pytest.raises(
+                ValueError, match=r"memory 1: memory_sizes\[0\] 0 is not an integer in"
+            ):
                 build_problem(algo_class, case)
             continue
         problem = build_problem(algo_class, case)

@@ -61,9 +61,16 @@ def as_int64(name: str, values: object) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def check_memories(sizes: Sequence[object], alignments: Sequence[object], where: str = "") -> None:
+def check_memories(
+    sizes: Sequence[object],
+    alignments: Sequence[object],
+    where: str = "",
+    names: tuple[str, str] = ("size", "alignment"),
+) -> None:
     """Raise ValueError unless ``sizes``/``alignments`` describe 1..MAX_MEMORIES memories,
-    each size and alignment an integer in ``[1, 2^62]``; ``where`` prefixes the message."""
+    each size and alignment an integer in ``[1, 2^62]``. ``where`` prefixes the message;
+    ``names`` are what it calls the two lists (``memory_sizes`` names an entry
+    ``memory_sizes[i]``)."""
     prefix = f"{where}: " if where else ""
     if not 1 <= len(sizes) <= MAX_MEMORIES:
         raise ValueError(
@@ -71,9 +78,10 @@ def check_memories(sizes: Sequence[object], alignments: Sequence[object], where:
         )
     if len(alignments) != len(sizes):
         raise ValueError(f"{prefix}{len(alignments)} alignments for {len(sizes)} memories")
-    for mem_id, (size, alignment) in enumerate(zip(sizes, alignments, strict=True), start=1):
-        for what, value in (("size", size), ("alignment", alignment)):
+    for index, (size, alignment) in enumerate(zip(sizes, alignments, strict=True)):
+        for name, value in zip(names, (size, alignment), strict=True):
             if not is_integer(value) or not 1 <= value <= MAX_BYTE_VALUE:  # type: ignore[operator]
+                what = name if name in ("size", "alignment") else f"{name}[{index}]"
                 raise ValueError(
-                    f"{prefix}memory {mem_id}: {what} {value!r} is not an integer in [1, 2^62]"
+                    f"{prefix}memory {index + 1}: {what} {value!r} is not an integer in [1, 2^62]"
                 )

@@ -77,7 +77,7 @@ def check_memory_config(memory_config: MemoryConfig) -> None:
                 f"memory_config.{name} has {len(values)} entries but memory_sizes has"
                 f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
             )
-    check_memories(sizes, alignments, "memory_config")
+    check_memories(sizes, alignments, "memory_config", ("memory_sizes", "memory_alignments"))
 
 
 class _CorePlannedAlgo(MemoryPlanningAlgo):
