@@ -337,7 +337,9 @@ def test_unreadable_archive(tmp_path: Path) -> None:
 def test_model_that_cannot_fit() -> None:
     result = run("mlp", "--memory", "64:16", timeout=MODEL_TIMEOUT)
     assert result.returncode == 1
-    assert error_line(result).startswith("cadence-memplan: error: planning failed: ")
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: planning failed: cannot place a torch.")
+    assert "peak-live lower bound: 13.8 KiB (14,080 bytes) must be alive at once" in line
 
 
 # --------------------------------------------------------------------------- helpers

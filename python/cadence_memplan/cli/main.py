@@ -358,6 +358,10 @@ def _plan_model(
             # Ours chains the PlanningError, whose message is the clearest.
             cause = error.__cause__
             message = str(cause) if isinstance(cause, PlanningError) else str(error)
+            spec = getattr(error, "spec", None)
+            if spec is not None:  # "tensor 4" counts within one plan() call: name it instead
+                shape = "x".join(str(size) for size in spec.shape)
+                message = _TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
             raise CliError(
                 f"planning failed: {_one_line(message)}", EXIT_PLANNING_FAILED
             ) from error

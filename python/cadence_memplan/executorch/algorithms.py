@@ -165,10 +165,12 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 True,
             )
         except PlanningError as error:
-            raise MemoryPlanningAlgoFailure(
+            failure = MemoryPlanningAlgoFailure(
                 f"{error}\n  spec: {specs[error.tensor_index]!r}\n"
                 f"  memory config: {self.memory_config}"
-            ) from error
+            )
+            failure.spec = specs[error.tensor_index]  # the one that fits nowhere
+            raise failure from error
 
         for spec, mem_id, offset in zip(
             specs, result.mem_ids.tolist(), result.offsets.tolist(), strict=True
