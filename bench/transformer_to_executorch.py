@@ -13,61 +13,24 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import time
-import typing
-from typing import Any
 
 import torch
-import typing_extensions
 from executorch.backends.cadence.aot.memory_planning import (
     CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
-from executorch.exir import ExecutorchBackendConfig
-from executorch.exir.passes import ToOutVarPass
-from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 
-from cadence_memplan.cadence import CadenceMemoryPlanning
+from cadence_memplan import CadenceMemoryPlanning
+from cadence_memplan.cli.models import build_model
+from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.executorch.lowering import TimedPlanning
 
 __all__ = ["main"]
 
 # A Cadence-like hierarchy: a small fast memory, then bigger, slower ones.
 MEMORY_CONFIG = MemoryConfig([256 << 10, 4 << 20, 1 << 30], memory_alignments=[16, 64, 64])
-
-
-def import_cadence_compiler() -> Any:
-    # executorch's Cadence compiler imports typing.override (Python 3.12); shim it on 3.11.
-    if not hasattr(typing, "override"):
-        typing.override = typing_extensions.override
-    return importlib.import_module("executorch.backends.cadence.aot.compiler")
-
-
-class TimedPlanning:
-    """Wraps a CadenceMemoryPlanning: times its run() and its algorithm's plan() calls."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.pass_seconds = 0.0
-        self.plan_seconds = 0.0
-        plan = inner.algo.plan
-
-        def timed_plan(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return plan(*args, **kwargs)
-            finally:
-                self.plan_seconds += time.perf_counter() - start
-
-        inner.algo.plan = timed_plan
-
-    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> Any:
-        start = time.perf_counter()
-        try:
-            return self.inner.run(graph_module, graph_signature)
-        finally:
-            self.pass_seconds += time.perf_counter() - start
 
 
 def main() -> None:
@@ -79,18 +42,11 @@ def main() -> None:
     arguments = parser.parse_args()
 
     compiler = import_cadence_compiler()
-    torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(
-        arguments.width,
-        nhead=4,
-        dim_feedforward=2 * arguments.width,
-        dropout=0.0,
-        batch_first=True,
+    model, inputs = build_model(
+        "encoder", layers=arguments.layers, width=arguments.width, tokens=arguments.sequence
     )
-    model = torch.nn.TransformerEncoder(layer, arguments.layers, enable_nested_tensor=False)
-    inputs = (torch.randn(1, arguments.sequence, arguments.width),)
     start = time.perf_counter()
-    exported = torch.export.export(model.eval(), inputs, strict=True)
+    exported = torch.export.export(model, inputs, strict=True)
     edge = compiler._lower_ep_to_cadence(exported)
     print(f"export + Cadence lowering: {time.perf_counter() - start:.1f} s (once, shared)")
 
@@ -102,20 +58,12 @@ def main() -> None:
         planning = TimedPlanning(planner(MEMORY_CONFIG, CompileMode.DEFAULT, arguments.mem_algo))
         program_edge = copy.deepcopy(edge)
         start = time.perf_counter()
-        program = program_edge.to_executorch(
-            ExecutorchBackendConfig(
-                memory_planning_pass=planning,
-                emit_stacktrace=False,
-                to_out_var_pass=ToOutVarPass(),
-                extract_delegate_segments=False,
-                sym_shape_eval_pass=ConstraintBasedSymShapeEvalPass(),
-            )
-        )
+        program = program_edge.to_executorch(cadence_backend_config(planning))
         to_executorch_seconds = time.perf_counter() - start
         buffers[label] = program.buffer
         nodes = len(program.exported_program().graph_module.graph.nodes)
         print(
-            f"{label:>8}: placer (plan) {planning.plan_seconds:8.3f} s | memory-planning pass"
+            f"{label:>8}: placer (plan) {planning.placer_seconds:8.3f} s | memory-planning pass"
             f" {planning.pass_seconds:8.3f} s | whole to_executorch {to_executorch_seconds:8.3f} s"
             f" | {nodes} nodes"
         )

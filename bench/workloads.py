@@ -32,9 +32,9 @@ import numpy.typing as npt
 
 import cadence_memplan
 from cadence_memplan import reference
-from cadence_memplan.minimalloc import capacity_from_filename, read_minimalloc_csv
+from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
+from cadence_memplan.stats import peak_live_bytes
 from cadence_memplan.synthetic import synthetic_graph
-from cadence_memplan.usage import peak_live_bytes_per_memory
 
 __all__ = [
     "CADENCE_ALIGNMENTS",
@@ -125,10 +125,8 @@ def _instance_problem(path: Path) -> tuple[Any, ...]:
         memory_sizes = [capacity, max(1, int(instance.sizes.sum()))]
         alignments = [1, 1]
     else:
-        peak_live = peak_live_bytes_per_memory(
-            np.ones_like(instance.sizes), instance.sizes, instance.starts, instance.ends, 1
-        )[1]
-        memory_sizes = [max(1, int(peak_live) // 4), 1 << 50]
+        peak_live = peak_live_bytes(instance.starts, instance.ends, instance.sizes)
+        memory_sizes = [max(1, peak_live // 4), 1 << 50]
         alignments = [16, 64]
     return (*instance[1:], memory_sizes, alignments)
 
@@ -156,12 +154,11 @@ def export_encoder_specs(depth: int) -> list[Any]:
     )
     from executorch.exir.passes import SpecPropPass
 
-    layer = torch.nn.TransformerEncoderLayer(
-        d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0, batch_first=True
-    )
-    model = torch.nn.TransformerEncoder(layer, depth, enable_nested_tensor=False).eval()
+    from cadence_memplan.cli.models import build_model
+
+    model, inputs = build_model("encoder", layers=depth, width=256, tokens=128, feedforward=1024)
     with torch.no_grad():
-        exported = torch.export.export(model, (torch.randn(1, 128, 256),))
+        exported = torch.export.export(model, inputs)
     program = to_edge(exported).exported_program()
     graph_module = SpecPropPass()(program.graph_module).graph_module
     update_all_tensors_lifetime(graph_module, program.graph_signature)

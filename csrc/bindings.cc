@@ -102,8 +102,8 @@ const char* OccupancyName(cm::Occupancy occupancy) {
 
 py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
                const Int64Array& sizes, const Int64Array& memory_sizes,
-               const Int64Array& memory_alignments, const MaskArray& blocked,
-               uint64_t allowed, const Int64Array& placed_starts, const Int64Array& placed_ends,
+               const Int64Array& memory_alignments, const MaskArray& blocked, uint64_t allowed,
+               const Int64Array& placed_starts, const Int64Array& placed_ends,
                const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
                bool keep_incoming_offset, const std::string& occupancy) {
@@ -123,8 +123,8 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
   request.allowed = allowed;
   request.incoming_offsets = ToVector(incoming_offsets, "incoming_offsets");
   request.keep_incoming_offset = keep_incoming_offset;
-  const std::vector<cm::Tensor> placed = ToTensors(placed_starts, placed_ends, placed_sizes,
-                                                   "placed tensor arrays");
+  const std::vector<cm::Tensor> placed =
+      ToTensors(placed_starts, placed_ends, placed_sizes, "placed tensor arrays");
   RequireOneDimensional("placed_mem_ids", placed_mem_ids);
   RequireOneDimensional("placed_offsets", placed_offsets);
   RequireLength("placed_mem_ids", placed_mem_ids.size(), placed_starts.size());
@@ -134,8 +134,8 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
     const int64_t mem_id = placed_mem_ids.at(j);
     // Out-of-range ids become 0, which CheckRequest reports as not a memory id.
     const bool in_range = mem_id >= 1 && mem_id <= cm::kMaxMemories;
-    request.placed[j] = {placed[j], {in_range ? static_cast<cm::MemId>(mem_id) : 0,
-                                     placed_offsets.at(j)}};
+    request.placed[j] = {placed[j],
+                         {in_range ? static_cast<cm::MemId>(mem_id) : 0, placed_offsets.at(j)}};
   }
 
   // Ctrl-C: Python runs signal handlers only in the main thread and only

@@ -137,10 +137,42 @@ def test_disallowed_memory_is_named_in_the_error():
         call_plan(sizes=[10, 200, 30], allowed=[True, False])
 
 
-def test_version_matches_metadata():
-    from importlib.metadata import version
+def test_planning_error_states_the_peak_live_bound_in_readable_sizes():
+    # 3 KiB and 2 KiB alive together at node 1: 5 KiB must be alive at once, 4 KiB exist.
+    with pytest.raises(cadence_memplan.PlanningError) as raised:
+        plan([0, 1], [1, 2], [3 << 10, 2 << 10], [4 << 10], [16])
+    text = str(raised.value)
+    assert "peak-live lower bound: 5.0 KiB (5,120 bytes) must be alive at once" in text
+    assert "more than the 4.0 KiB (4,096 bytes) the one memory holds" in text
 
-    assert cadence_memplan.__version__ == version("cadence-memplan")
+
+def test_planning_error_survives_pickling():
+    import pickle
+
+    error = cadence_memplan.PlanningError("tensor 3 fits nowhere", 3)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.tensor_index) == ("tensor 3 fits nowhere", 3)
+
+
+def test_import_exposes_only_the_public_names():
+    """No helper (Any, importlib, annotations, ...) leaks into ``cadence_memplan``'s namespace."""
+    import inspect
+
+    leaked = {
+        name
+        for name, value in vars(cadence_memplan).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert leaked == set(cadence_memplan.__all__) - set(cadence_memplan._EXECUTORCH_NAMES) - {
+        "__version__"
+    }
+
+
+def test_python_limits_are_the_cores():
+    from cadence_memplan import _core, _validation
+
+    assert _validation.MAX_MEMORIES == _core.MAX_MEMORIES
+    assert _validation.MAX_BYTE_VALUE == _core.MAX_BYTE_VALUE
 
 
 # Each invalid plan below breaks exactly one rule; the valid twin fixes it.

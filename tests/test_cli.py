@@ -1,12 +1,14 @@
 """The ``cadence-memplan`` command line, run as ``python -m cadence_memplan`` in a subprocess.
 
-Model runs import torch and executorch (several seconds each), so there are few of them;
-CSV instances (numpy only) cover the options and error paths.
+Model runs import torch and executorch (several seconds each), so there are few of them
+(marked ``executorch``); CSV instances (numpy only) cover the options and error paths.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +18,16 @@ import pytest
 
 import cadence_memplan
 from cadence_memplan import reference
-from cadence_memplan.cli import (
-    CliError,
+from cadence_memplan.cli import main
+from cadence_memplan.cli.main import DEFAULT_ALGORITHM
+from cadence_memplan.io import (
+    DEFAULT_MEMORY_SPEC,
     parse_memory_spec,
     parse_size,
     read_memory_config,
+    read_minimalloc_csv,
     read_plan,
 )
-from cadence_memplan.minimalloc import read_minimalloc_csv
 
 CLI = [sys.executable, "-m", "cadence_memplan"]
 MODEL_TIMEOUT = 300  # seconds; a model run takes about 15 s on the project's machine
@@ -82,9 +86,9 @@ def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_mempl
 
 
 def image_size(path: Path) -> tuple[int, int]:
-    import matplotlib.image
+    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
 
-    height, width = matplotlib.image.imread(path).shape[:2]
+    height, width = matplotlib_image.imread(path).shape[:2]
     return width, height
 
 
@@ -110,7 +114,7 @@ def test_csv_table_and_round_trips(small_csv: Path, tmp_path: Path, algorithm: s
     expected = expected_plan(small_csv, TWO_MEMORIES, algorithm)
     instance = read_minimalloc_csv(small_csv)
     loaded = plans["json"]
-    assert loaded.names == instance.ids.tolist()
+    assert list(loaded.labels) == instance.ids.tolist()
     np.testing.assert_array_equal(loaded.mem_ids, expected.mem_ids)
     np.testing.assert_array_equal(loaded.offsets, expected.offsets)
     np.testing.assert_array_equal(loaded.sizes, instance.sizes)
@@ -125,7 +129,7 @@ def test_csv_table_numbers(small_csv: Path) -> None:
     """Peak usage, tensors placed and utilisation per memory, from the plan itself."""
     result = run(small_csv, "--memory", TWO_MEMORIES)
     assert result.returncode == 0, result.stderr
-    expected = expected_plan(small_csv, TWO_MEMORIES, "heuristic")
+    expected = expected_plan(small_csv, TWO_MEMORIES, DEFAULT_ALGORITHM)
     sizes = read_minimalloc_csv(small_csv).sizes
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("1 ", "2 "))]
     assert len(rows) == 2
@@ -140,7 +144,9 @@ def test_csv_compare_with_reference(small_csv: Path) -> None:
     result = run(small_csv, "--memory", TWO_MEMORIES, "--compare")
     assert result.returncode == 0, result.stderr
     assert "cadence_memplan.reference placer" in result.stdout
-    assert "x faster" in result.stdout
+    assert re.search(
+        r"ours [0-9.]+ [µm]?s: [0-9.,]+x (faster|slower)$", result.stdout, re.MULTILINE
+    )
     assert "placements identical (12 tensors)" in result.stdout
 
 
@@ -158,6 +164,7 @@ def test_memory_config_toml_names_and_bases(small_csv: Path, tmp_path: Path) -> 
 
 
 def test_plot_png_and_svg(small_csv: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
     png, svg = tmp_path / "map.png", tmp_path / "map.svg"
     for path in (png, svg):
         result = run(small_csv, "--memory", TWO_MEMORIES, "--plot", path)
@@ -170,6 +177,7 @@ def test_plot_png_and_svg(small_csv: Path, tmp_path: Path) -> None:
 
 def test_plot_of_many_tensors_is_quick(tmp_path: Path) -> None:
     """10^5 tensors: the rectangles are one collection per panel, so this takes seconds."""
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
     png = tmp_path / "big.png"
     result = run("synthetic-100k", "--plot", png, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -191,7 +199,7 @@ def test_real_instance(tmp_path: Path) -> None:
     result = run(instance, "--memory", "1MiB:1,1GiB:64", "--out", out)
     assert result.returncode == 0, result.stderr
     loaded = read_plan(out)
-    assert len(loaded.names) == len(read_minimalloc_csv(instance).ids)
+    assert len(loaded) == len(read_minimalloc_csv(instance).ids)
 
 
 # --------------------------------------------------------------------------- errors
@@ -202,9 +210,13 @@ def test_real_instance(tmp_path: Path) -> None:
     [
         (["no/such/file.csv"], "input no/such/file.csv: no such file"),
         (["not-a-model"], "neither a file nor a built-in model"),
-        (["{csv}", "--memory", "256KiB:16,4MiB"], "is not SIZE:ALIGNMENT"),
+        (["{csv}", "--memory", "256KiB:16,4MiB"], "is not [NAME=]SIZE:ALIGNMENT"),
+        (["{csv}", "--memory", ""], "--memory: empty"),
+        (["{csv}", "--memory", "99999999999GiB:1"], "is outside 1 B .. 4 EiB (2^62 bytes)"),
+        (["{csv}", "--memory", "a=1KiB:16,a=2KiB:16"], "the name 'a' is given to two memories"),
+        (["{csv}", "--plot", "no/such/folder/map.png"], "the folder no/such/folder does not exist"),
         (["{csv}", "--memory", "256KB:16"], "is not a size"),
-        (["{csv}", "--memory", "0:16"], "must be positive"),
+        (["{csv}", "--memory", "0:16"], "is outside 1 B"),
         (["{csv}", "--pte", "out.pte"], "--pte needs a model input"),
         (["{csv}", "--out", "plan.txt"], "--out plan.txt: expected a file ending in .json or .csv"),
         (["{csv}", "--memory-config", "missing.json"], "cannot read"),
@@ -237,10 +249,16 @@ def test_memory_config_unknown_key(small_csv: Path, tmp_path: Path) -> None:
 
 
 def test_csv_that_cannot_fit(small_csv: Path) -> None:
+    """Named as the file names it (id, half-open [lower, upper)), with how much is needed."""
     result = run(small_csv, "--memory", "1KiB:16")
     assert result.returncode == 1
     line = error_line(result)
     assert line.startswith("cadence-memplan: error: planning failed: ")
+    # The largest buffer is placed first: h, 4096 bytes, lower 6, upper 8 in the file.
+    assert "buffer 'h' (4,096 bytes, [lower, upper) = [6, 8))" in line
+    assert "tensor" not in line
+    assert "peak-live lower bound: 6.6 KiB (6,796 bytes) must be alive at once" in line
+    assert "more than the 1.0 KiB (1,024 bytes) the one memory holds" in line
 
 
 def test_debug_shows_the_traceback(small_csv: Path) -> None:
@@ -252,6 +270,7 @@ def test_debug_shows_the_traceback(small_csv: Path) -> None:
 # --------------------------------------------------------------------------- models
 
 
+@pytest.mark.executorch
 def test_default_model_with_plot_plan_and_program(tmp_path: Path) -> None:
     png, out, pte = tmp_path / "map.png", tmp_path / "plan.json", tmp_path / "model.pte"
     result = run("--plot", png, "--out", out, "--pte", pte, timeout=MODEL_TIMEOUT)
@@ -264,12 +283,19 @@ def test_default_model_with_plot_plan_and_program(tmp_path: Path) -> None:
     assert "plan check: valid" in result.stdout
     assert image_size(png) == (1000, 720)
     plan = read_plan(out)
-    assert len(plan.names) > 50
+    assert len(plan) > 50
     assert set(plan.mem_ids.tolist()) <= {1, 2, 3}
     assert pte.stat().st_size > 0
     assert pte.read_bytes()[4:8] == b"ET12"  # the ExecuTorch flatbuffer's file identifier
+    # As the CLI and README say: Cadence's ops are in it, so the portable runtime refuses it.
+    assert "runtime built with Cadence's kernels" in result.stdout
+    runtime = pytest.importorskip("executorch.runtime")
+    program = runtime.Runtime.get().load_program(pte)
+    with pytest.raises(RuntimeError, match="Failed to load method forward"):
+        program.load_method("forward")
 
 
+@pytest.mark.executorch
 def test_model_compare_reports_identical_placements() -> None:
     result = run("mlp", "--algo", "position", "--compare", timeout=MODEL_TIMEOUT)
     assert result.returncode == 0, result.stderr
@@ -278,6 +304,7 @@ def test_model_compare_reports_identical_placements() -> None:
     assert "serialized programs identical" in result.stdout
 
 
+@pytest.mark.executorch
 def test_exported_archive_input(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
@@ -292,9 +319,10 @@ def test_exported_archive_input(tmp_path: Path) -> None:
         timeout=MODEL_TIMEOUT,
     )  # fmt: skip
     assert without_inputs.returncode == 0, without_inputs.stderr
-    assert len(read_plan(tmp_path / "io.csv").names) < len(read_plan(out).names)
+    assert len(read_plan(tmp_path / "io.csv")) < len(read_plan(out))
 
 
+@pytest.mark.executorch
 def test_unreadable_archive(tmp_path: Path) -> None:
     archive = tmp_path / "broken.pt2"
     archive.write_bytes(b"not a zip archive")
@@ -305,10 +333,13 @@ def test_unreadable_archive(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.executorch
 def test_model_that_cannot_fit() -> None:
     result = run("mlp", "--memory", "64:16", timeout=MODEL_TIMEOUT)
     assert result.returncode == 1
-    assert error_line(result).startswith("cadence-memplan: error: planning failed: ")
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: planning failed: cannot place a torch.")
+    assert "peak-live lower bound: 13.8 KiB (14,080 bytes) must be alive at once" in line
 
 
 # --------------------------------------------------------------------------- helpers
@@ -318,10 +349,12 @@ def test_parse_size_units() -> None:
     assert parse_size("256KiB", "x") == 256 << 10
     assert parse_size("4 mib", "x") == 4 << 20
     assert parse_size("1GiB", "x") == 1 << 30
+    assert parse_size("2TiB", "x") == 2 << 40
     assert parse_size("64B", "x") == 64
     assert parse_size("100", "x") == 100
-    for bad in ("1.5KiB", "KiB", "-4", "1KB", "0"):
-        with pytest.raises(CliError):
+    assert parse_size(1 << 62, "x") == 1 << 62
+    for bad in ("1.5KiB", "KiB", "-4", "1KB", "0", "4194305TiB", (1 << 62) + 1, True):
+        with pytest.raises(ValueError, match=r"^x: "):
             parse_size(bad, "x")
 
 
@@ -342,3 +375,108 @@ def test_reference_and_core_agree_on_the_small_csv(small_csv: Path) -> None:
     theirs = reference.plan(*arguments, algorithm="heuristic")
     assert np.array_equal(ours.mem_ids, theirs.mem_ids)
     assert np.array_equal(ours.offsets, theirs.offsets)
+
+
+# --------------------------------------------------------------------------- first use
+
+PROGRESS_LINE = re.compile(r"^cadence-memplan: \[\s*\d+\.\d s\] ", re.MULTILINE)
+
+
+def test_progress_on_stderr_with_elapsed_time_and_quiet(small_csv: Path) -> None:
+    result = run(small_csv, "--memory", TWO_MEMORIES)
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"^cadence-memplan: \[\s*\d+\.\d s\] planning 12 tensors$", result.stderr, re.MULTILINE
+    )
+    assert re.search(r"\] done$", result.stderr, re.MULTILINE)
+    assert not PROGRESS_LINE.search(result.stdout)  # the report stays clean for pipes
+    quiet = run(small_csv, "--memory", TWO_MEMORIES, "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert quiet.stdout.splitlines()[:4] == result.stdout.splitlines()[:4]
+
+
+@pytest.mark.parametrize("option", ["--plot", "--out", "--pte"])
+def test_output_paths_are_checked_before_any_work(tmp_path: Path, option: str) -> None:
+    """The default model takes seconds to import and lower: a bad path must fail first."""
+    suffix = {"--plot": "map.png", "--out": "plan.json", "--pte": "model.pte"}[option]
+    missing = tmp_path / "missing" / suffix
+    result = run(option, missing)
+    assert result.returncode == 2
+    assert f"the folder {missing.parent} does not exist" in error_line(result)
+    assert not PROGRESS_LINE.search(result.stderr), "work started before the paths were checked"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes and sh")
+def test_stdout_closed_early_is_quiet(small_csv: Path) -> None:
+    """`cadence-memplan plan X | head -1`: the reader goes away before the report."""
+    child = subprocess.Popen(
+        [*CLI, str(small_csv), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    child.stdout.close()  # before the child has printed anything
+    _, stderr = child.communicate(timeout=60)
+    assert stderr == ""
+    assert child.returncode == 141
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes and sh")
+def test_piped_into_head(small_csv: Path) -> None:
+    command = f'"{sys.executable}" -m cadence_memplan "{small_csv}" | head -1'
+    result = subprocess.run(
+        ["sh", "-c", command], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.stdout == "small.csv: 12 tensors planned with 'position'\n"
+    assert "Error" not in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_shows_every_default() -> None:
+    result = run("plan", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())  # argparse wraps lines
+    assert f"(default: {DEFAULT_ALGORITHM})" in text
+    assert f"(default: {DEFAULT_MEMORY_SPEC})" in text
+    assert "(default: encoder)" in text
+    assert text.count("(default: yes)") == 2  # --alloc-inputs, --alloc-outputs
+
+
+def test_command_line_and_array_api_default_to_the_same_placer() -> None:
+    default = inspect.signature(cadence_memplan.plan).parameters["algorithm"].default
+    assert default == DEFAULT_ALGORITHM == "position"
+
+
+def memory_names(result: subprocess.CompletedProcess[str]) -> list[str]:
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("memory ")) + 2
+    end = next(i for i, line in enumerate(lines) if line.startswith("overall peak"))
+    return [line.split()[0] for line in lines[start:end]]
+
+
+def test_memory_names_follow_one_rule(small_csv: Path, tmp_path: Path) -> None:
+    """A memory is named by its name if it has one, else by its id, however it was given."""
+    default = run(small_csv)
+    spelled_out = run(small_csv, "--memory", DEFAULT_MEMORY_SPEC)
+    unnamed = run(small_csv, "--memory", "256KiB:16,4MiB:64,1GiB:64")
+    config = tmp_path / "memories.json"
+    config.write_text(json.dumps({"memories": [{"size": "256KiB"}, {"size": "4MiB"}]}))
+    from_file = run(small_csv, "--memory-config", config)
+    assert memory_names(default) == memory_names(spelled_out) == ["fast", "near", "far"]
+    assert memory_names(unnamed) == ["1", "2", "3"]
+    assert memory_names(from_file) == ["1", "2"]
+
+
+def test_plot_without_matplotlib_names_the_extra_quoted(
+    small_csv: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    status = main([str(small_csv), "--plot", str(tmp_path / "map.png")])
+    assert status == 2
+    assert 'pip install "cadence-memplan[plot]"' in capsys.readouterr().err
+    assert not (tmp_path / "map.png").exists()

@@ -11,39 +11,56 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "executorch",
+    reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
+)
+
 import torch
-from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
-from helpers import (
-    ALGORITHM_CLASSES,
-    SPEC_CONTAINERS,
+from cases import (
     Case,
     HypothesisChooser,
+    PreplacedTensor,
+    RandomChooser,
+    assert_valid_plan,
+    generate_case,
+    plan_with_array_api,
+    validate_slots,
+)
+from executorch.backends.cadence.aot.memory_constraints import MemConstraints
+from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningState
+from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from upstream_runs import (
+    ALGORITHM_CLASSES,
+    SPEC_CONTAINERS,
     Outcome,
     Planned,
-    PreplacedTensor,
     Raised,
-    RandomChooser,
     assert_array_api_agrees,
     assert_same_outcome,
     assert_unchanged,
-    assert_valid_plan,
     build_problem,
     capture_outcome,
-    generate_case,
     is_place_spec_assertion,
-    plan_with_array_api,
+    make_memory_config,
+    make_spec,
     run_algorithm,
-    validate_slots,
 )
-from hypothesis import event, given, settings
-from hypothesis import strategies as st
 
 import cadence_memplan
+from cadence_memplan import reference
+
+pytestmark = pytest.mark.executorch
 
 ALGORITHMS = ("position", "heuristic")
 SWEEP_SEEDS = range(400)
+REFERENCE_SEEDS = range(250)
 
 
 def check_matches_upstream(case: Case, algorithm: str, container: str = "list") -> Outcome:
@@ -365,7 +382,9 @@ def test_documented_refusals_raise_value_error_and_change_nothing(
     upstream_class, our_class = ALGORITHM_CLASSES[algorithm]
     for algo_class in (upstream_class, our_class):
         if how == "config" and algo_class is our_class:
-            with pytest.raises(ValueError, match="must be a positive integer"):
+            with pytest.raises(
+                ValueError, match=r"memory 1: memory_sizes\[0\] 0 is not an integer in"
+            ):
                 build_problem(algo_class, case)
             continue
         problem = build_problem(algo_class, case)
@@ -472,3 +491,67 @@ def test_plan_with_constraints_with_pinned_specs_matches_upstream(
     assert isinstance(ours, Planned), f"upstream planned, ours raised {ours.error!r}"
     assert ours.after == upstream.after
     assert_valid_plan(case, ours.after.placements)
+
+
+# --------------------------------------------------------------------------- bufsizes
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_bufsizes_count_only_the_tensors_placed_in_this_call(algorithm: str) -> None:
+    """Upstream raises ``state.bufsizes`` in ``place_spec`` only. A tensor listed in
+    ``state.allocated_buffers`` some other way is avoided but does not count, and ours
+    must leave the same bufsizes."""
+    outcomes: dict[str, Any] = {}
+    for label, algo_class in zip(("upstream", "ours"), ALGORITHM_CLASSES[algorithm], strict=True):
+        config = make_memory_config((256, 1024), (16, 16))
+        state = MemoryPlanningState(config)
+        listed = []
+        for mem_id, offset, size in ((1, 200, 50), (2, 300, 500)):
+            spec = make_spec(size, (0, 9))
+            spec.mem_id, spec.mem_offset = mem_id, offset
+            state.allocated_buffers[mem_id].append(spec)  # not through place_spec
+            listed.append(spec)
+        specs = [make_spec(16, (0, 3)), make_spec(40, (2, 5)), make_spec(300, (0, 3))]
+        algo_class(config).plan(specs, None, None, state, MemConstraints())
+        outcomes[label] = (
+            list(state.bufsizes),
+            [(spec.mem_id, spec.mem_offset) for spec in specs],
+            [[id(spec) for spec in buffers] for buffers in state.allocated_buffers],
+        )
+    upstream_bufsizes, upstream_placements, _ = outcomes["upstream"]
+    ours_bufsizes, ours_placements, _ = outcomes["ours"]
+    assert ours_placements == upstream_placements
+    assert ours_bufsizes == upstream_bufsizes
+    # The case tells the two rules apart: counting the listed tensors would give their ends.
+    assert upstream_bufsizes[1] < 256
+    assert upstream_bufsizes[2] < 800
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_reference_matches_upstream_on_random_cases(algorithm: str) -> None:
+    """cadence_memplan.reference, the pure-Python oracle, against upstream's classes."""
+    upstream_class, _ = ALGORITHM_CLASSES[algorithm]
+    failures = 0
+    for seed in REFERENCE_SEEDS:
+        case = generate_case(RandomChooser(random.Random(seed)))
+        upstream = run_algorithm(upstream_class, case)
+        planned = upstream.after.placements[len(case.preplaced) :]
+        if isinstance(upstream, Raised):
+            failures += 1
+            with pytest.raises(cadence_memplan.PlanningError) as raised:
+                plan_with_array_api(case, algorithm, planner=reference.plan)
+            assert len(case.preplaced) + raised.value.tensor_index == upstream.failing_slot, case
+            continue
+        result = plan_with_array_api(case, algorithm, planner=reference.plan)
+        assert result.mem_ids.tolist() == [mem_id for mem_id, _ in planned], case
+        assert result.offsets.tolist() == [offset for _, offset in planned], case
+        assert tuple(result.bufsizes.tolist()) == upstream.after.bufsizes, case
+        assert (
+            tuple(tuple(order.tolist()) for order in result.memory_order)
+            == upstream.after.allocated_buffers
+        ), case
+    # The generator must exercise failures as well as plans.
+    assert 0 < failures < len(REFERENCE_SEEDS)

@@ -9,16 +9,17 @@ pinned placements through the pass in two compile modes, and the seed-era functi
 from __future__ import annotations
 
 import copy
-import importlib
-import typing
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
+
+pytest.importorskip(
+    "executorch",
+    reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
+)
+
 import torch
-import typing_extensions
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.memory_planning import (
     CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
@@ -36,255 +37,33 @@ from executorch.backends.cadence.aot.utils import (
     MemoryPlanningAlgoFailure,
     get_default_memory_config,
 )
-from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, ExecutorchProgramManager
+from executorch.exir import EdgeProgramManager
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.pass_base import PassBase, PassResult
-from executorch.exir.passes import ToOutVarPass
 from executorch.exir.passes.spec_prop_pass import SpecPropPass
-from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
-from executorch.exir.tensor import TensorSpec
+from lowered_models import (
+    MEMORY_CONFIG_KINDS,
+    MODELS,
+    PLANNERS,
+    Run,
+    assert_valid,
+    edge_program,
+    memory_config_for,
+    node_specs,
+    placements,
+    plan_model,
+    planned_sizes,
+    to_executorch,
+)
 
 import cadence_memplan
-from cadence_memplan.cadence import (
+from cadence_memplan.executorch.cadence import (
     CadenceMemoryPlanning,
     greedy_by_size_for_offset_calculation_with_hierarchy,
     position_based_greedy_with_hierarchy,
 )
 
-
-def import_cadence_compiler() -> Any:
-    """executorch's Cadence compiler; it imports ``typing.override``, new in Python 3.12."""
-    if not hasattr(typing, "override"):
-        typing.override = typing_extensions.override  # test-only shim for Python 3.11
-    return importlib.import_module("executorch.backends.cadence.aot.compiler")
-
-
-compiler = import_cadence_compiler()
-
-
-# --------------------------------------------------------------------------- models
-
-
-class MultiLayerPerceptron(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layers = torch.nn.Sequential(
-            torch.nn.Linear(32, 64),
-            torch.nn.ReLU(),
-            torch.nn.Linear(64, 48),
-            torch.nn.ReLU(),
-            torch.nn.Linear(48, 10),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
-
-
-class CatAndSliceCnn(torch.nn.Module):
-    """Concatenation and slicing along the outermost dims, so cat/slice nops get relative
-    placements in DEFAULT mode."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.left = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.right = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.mix = torch.nn.Conv2d(16, 8, 1)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        both = torch.cat([torch.relu(self.left(x)), torch.relu(self.right(x))], dim=1)
-        mixed = self.mix(both)
-        return mixed[:, :4] + mixed[:, 4:], torch.cat([mixed, mixed], dim=0)[1:2]
-
-
-class TinyTransformerEncoder(torch.nn.Module):
-    """One encoder layer: upstream's Python placer is quadratic, so it stays small."""
-
-    def __init__(self, layers: int = 1, width: int = 32) -> None:
-        super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(
-            width, nhead=4, dim_feedforward=2 * width, dropout=0.0, batch_first=True
-        )
-        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x)
-
-
-class DepthwiseAndTransposedCnn(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
-        self.pointwise = torch.nn.Conv2d(8, 16, 1)
-        self.upsample = torch.nn.ConvTranspose2d(16, 4, 2, stride=2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.upsample(torch.relu(self.pointwise(torch.relu(self.depthwise(x)))))
-
-
-MODELS: dict[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]] = {
-    "mlp": lambda: (MultiLayerPerceptron(), (torch.randn(4, 32),)),
-    "cat_slice_cnn": lambda: (CatAndSliceCnn(), (torch.randn(1, 3, 8, 8),)),
-    "transformer_encoder": lambda: (TinyTransformerEncoder(), (torch.randn(1, 8, 32),)),
-    "depthwise_transposed_cnn": lambda: (DepthwiseAndTransposedCnn(), (torch.randn(1, 8, 8, 8),)),
-}
-
-MEMORY_CONFIG_KINDS = ("default", "three_level_tight")
-PLANNERS = {"upstream": UpstreamCadenceMemoryPlanning, "ours": CadenceMemoryPlanning}
-
-
-def lower_to_cadence(name: str) -> EdgeProgramManager:
-    torch.manual_seed(0)
-    model, inputs = MODELS[name]()
-    exported = torch.export.export(model.eval(), inputs, strict=True)
-    return compiler._lower_ep_to_cadence(exported)
-
-
-# Each model is lowered once per session (the slow part); every plan runs on a deep copy.
-# test_reports.py plans the same models and shares this cache.
-LOWERED_PROGRAMS: dict[str, EdgeProgramManager] = {}
-
-
-@pytest.fixture
-def lowered() -> dict[str, EdgeProgramManager]:
-    return LOWERED_PROGRAMS
-
-
-def edge_program(lowered: dict[str, EdgeProgramManager], name: str) -> EdgeProgramManager:
-    if name not in lowered:
-        lowered[name] = lower_to_cadence(name)
-    return copy.deepcopy(lowered[name])
-
-
-def to_executorch(edge: EdgeProgramManager, memory_planning: Any) -> ExecutorchProgramManager:
-    """``to_executorch`` with the config Cadence's compiler uses, memory planning swapped."""
-    return edge.to_executorch(
-        ExecutorchBackendConfig(
-            memory_planning_pass=memory_planning,
-            emit_stacktrace=False,
-            to_out_var_pass=ToOutVarPass(),
-            extract_delegate_segments=False,
-            sym_shape_eval_pass=ConstraintBasedSymShapeEvalPass(),
-        )
-    )
-
-
-def node_specs(graph_module: torch.fx.GraphModule) -> Iterator[tuple[str, int, TensorSpec]]:
-    """(node name, output index, spec) for every TensorSpec in the graph, in node order."""
-    for node in graph_module.graph.nodes:
-        specs = node.meta.get("spec")
-        for index, spec in enumerate(specs if isinstance(specs, (list, tuple)) else [specs]):
-            if isinstance(spec, TensorSpec):
-                yield node.name, index, spec
-
-
-def placements(graph_module: torch.fx.GraphModule) -> list[tuple[str, int, Any, Any]]:
-    return [(name, i, s.mem_id, s.mem_offset) for name, i, s in node_specs(graph_module)]
-
-
-def capture_constraints(planning: Any) -> list[MemConstraints]:
-    """Record the MemConstraints the pass's algorithm builds (to know the specs placed
-    relative to others, which share storage on purpose)."""
-    captured: list[MemConstraints] = []
-    populate = planning.algo.populate_constraints
-
-    def populate_and_record(graph_module: torch.fx.GraphModule) -> Any:
-        state, constraints = populate(graph_module)
-        captured.append(constraints)
-        return state, constraints
-
-    planning.algo.populate_constraints = populate_and_record
-    return captured
-
-
-def assert_valid(
-    program: ExecutorchProgramManager,
-    memory_config: MemoryConfig,
-    constraints: MemConstraints,
-    alloc_graph_io: bool,
-) -> list[TensorSpec]:
-    """cadence_memplan.validate on every spec the placer placed; returns those specs."""
-    exported = program.exported_program()
-    specs = [
-        spec
-        for spec in collect_specs_from_nodes(
-            exported.graph_module.graph.nodes,
-            exported.graph_signature,
-            ignore_graph_input=not alloc_graph_io,
-            ignore_graph_output=not alloc_graph_io,
-        )
-        if not constraints.skipped_spec(spec)
-    ]
-    assert specs, "nothing was planned"
-    problem = cadence_memplan.validate(
-        [s.lifetime[0] for s in specs],
-        [s.lifetime[1] for s in specs],
-        [s.allocated_memory for s in specs],
-        [s.mem_id for s in specs],
-        [s.mem_offset for s in specs],
-        memory_config.memory_sizes,
-        memory_config.memory_alignments,
-    )
-    assert problem is None, problem
-    return specs
-
-
-def planned_sizes(
-    lowered: dict[str, EdgeProgramManager], name: str, alloc_graph_io: bool = True
-) -> list[int]:
-    """Sizes of the tensors the placer itself places (one plan on the default config)."""
-    memory_config = get_default_memory_config()
-    run = plan_model(
-        edge_program(lowered, name),
-        CadenceMemoryPlanning,
-        memory_config,
-        CompileMode.DEFAULT,
-        0,
-        alloc_graph_io,
-    )
-    specs = assert_valid(run.program, memory_config, run.constraints, alloc_graph_io)
-    return [spec.allocated_memory for spec in specs]
-
-
-def memory_config_for(
-    kind: str, lowered: dict[str, EdgeProgramManager], name: str, alloc_graph_io: bool = True
-) -> MemoryConfig:
-    if kind == "default":
-        return get_default_memory_config()
-    # Memory 1 holds only the smallest tensors and memory 2 just the largest one, placed
-    # first; any larger tensor alive together with the largest must go to memory 3.
-    sizes = planned_sizes(lowered, name, alloc_graph_io)
-    smallest = min(size for size in sizes if size > 0)
-    return MemoryConfig(
-        [-(-smallest // 16) * 16, -(-max(sizes) // 32) * 32, 1 << 24],
-        memory_alignments=[16, 32, 64],
-    )
-
-
-@dataclass
-class Run:
-    program: ExecutorchProgramManager
-    constraints: MemConstraints
-
-
-def plan_model(
-    edge: EdgeProgramManager,
-    planner: type,
-    memory_config: MemoryConfig,
-    mode: CompileMode,
-    mem_algo: int,
-    alloc_graph_io: bool,
-) -> Run:
-    planning = planner(
-        memory_config,
-        mode=mode,
-        mem_algo=mem_algo,
-        alloc_graph_input=alloc_graph_io,
-        alloc_graph_output=alloc_graph_io,
-    )
-    captured = capture_constraints(planning)
-    program = to_executorch(edge, planning)
-    assert len(captured) == 1
-    return Run(program, captured[0])
+pytestmark = pytest.mark.executorch
 
 
 def assert_same_programs(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import cadence_memplan
-from cadence_memplan.minimalloc import capacity_from_filename, read_minimalloc_csv
+from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
 
 # Public instances, kept outside the repository (never copy them in).
 INSTANCES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "planning-instances"
@@ -91,16 +90,19 @@ def test_capacity_from_filename() -> None:
     assert capacity_from_filename("pangu_2.6B.csv") is None
 
 
-def instance_files() -> list[Path]:
-    return sorted(INSTANCES.glob("*/*.csv")) if INSTANCES.is_dir() else []
+def instance_files() -> list[object]:
+    """Each public instance; the largest are marked slow (bench/test_instances.py times them)."""
+    paths = sorted(INSTANCES.glob("*/*.csv")) if INSTANCES.is_dir() else []
+    return [
+        pytest.param(path, marks=pytest.mark.slow) if path.name in SLOW_INSTANCES else path
+        for path in paths
+    ]
 
 
 @pytest.mark.skipif(not INSTANCES.is_dir(), reason=f"{INSTANCES} is not present")
-@pytest.mark.parametrize("path", instance_files(), ids=lambda path: path.name)
+@pytest.mark.parametrize("path", instance_files(), ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("algorithm", cadence_memplan.ALGORITHMS)
 def test_public_instances_plan_validly(path: Path, algorithm: str) -> None:
-    if path.name in SLOW_INSTANCES and not os.environ.get("CADENCE_MEMPLAN_SLOW_TESTS"):
-        pytest.skip("slow; set CADENCE_MEMPLAN_SLOW_TESTS=1 (bench/test_instances.py plans it)")
     instance = read_minimalloc_csv(path)
     assert len(instance.ids) > 0
     # The file's capacity, then an overflow memory that always has room; without a capacity

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "executorch",
+    reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
+)
+
 import torch
 from executorch.backends.cadence.aot import memory_planning as upstream
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
@@ -19,23 +25,15 @@ from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir import EdgeProgramManager, memory
 from executorch.exir.tensor import TensorSpec
-from test_end_to_end import (
-    LOWERED_PROGRAMS,
-    PLANNERS,
-    edge_program,
-    memory_config_for,
-    plan_model,
-)
+from lowered_models import PLANNERS, edge_program, memory_config_for, plan_model
 
-from cadence_memplan import reports
+from cadence_memplan import stats
+from cadence_memplan.executorch import reports
+from cadence_memplan.executorch.lowering import program_table
+
+pytestmark = pytest.mark.executorch
 
 REPORT_FUNCTIONS = ("find_peak_memory_usages_per_memory", "find_peak_memory_usage")
-
-
-@pytest.fixture
-def lowered() -> dict[str, EdgeProgramManager]:
-    """The models test_end_to_end.py lowered, if it ran first (lowering is the slow part)."""
-    return LOWERED_PROGRAMS
 
 
 # --------------------------------------------------------------------------- helpers
@@ -160,6 +158,9 @@ def test_reports_on_real_plans(
     rows = assert_same_tables(run.program, memory_config, alloc_graph_io, caplog)
     printed_bounds = [int(row[4]) for row in rows]
     assert printed_bounds == bounds
+    # The command line's table goes by the same definition of "shares storage".
+    table, _ = program_table(run.program, alloc_graph_io, alloc_graph_io)
+    assert [stat.peak_live_bytes for stat in stats.memory_stats(table, 3)] == printed_bounds
     assert reports.find_peak_live_bytes_per_memory(*arguments, None) == brute_force_peak_live(specs)
 
 

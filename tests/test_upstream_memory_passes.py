@@ -18,25 +18,32 @@ test that plans must have run the C++ core.
 from __future__ import annotations
 
 import importlib
-import typing
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import typing_extensions
+
+pytest.importorskip(
+    "executorch",
+    reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
+)
+
 from executorch.backends.cadence.aot import memory_planning as upstream_memory_planning
 
 import cadence_memplan
-from cadence_memplan import _core, reports
-from cadence_memplan.cadence import CadenceMemoryPlanning
+from cadence_memplan import _core
+from cadence_memplan.executorch import reports
+from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
+from cadence_memplan.executorch.compiler import import_cadence_compiler
+
+pytestmark = pytest.mark.executorch
 
 
 def import_upstream_tests() -> tuple[Any, Any]:
-    """Upstream's test module and the Cadence compiler it drives. Both import
-    ``typing.override``, new in Python 3.12."""
-    if not hasattr(typing, "override"):
-        typing.override = typing_extensions.override  # test-only shim for Python 3.11
+    """Upstream's test module and the Cadence compiler it drives (both need
+    ``typing.override`` on Python 3.11, which import_cadence_compiler provides)."""
+    compiler = import_cadence_compiler()
     with warnings.catch_warnings():
         # Importing it deep-copies pytrees through a deprecated torch helper; pyproject's
         # filter for it does not cover imports at collection time.
@@ -44,7 +51,6 @@ def import_upstream_tests() -> tuple[Any, Any]:
             "ignore", r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning
         )
         tests = importlib.import_module("executorch.backends.cadence.aot.tests.test_memory_passes")
-    compiler = importlib.import_module("executorch.backends.cadence.aot.compiler")
     return tests, compiler
 
 

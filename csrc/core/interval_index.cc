@@ -21,8 +21,9 @@ int64_t BucketWidth(const std::vector<Lifetime>& lifetimes, const TimeAxis& axis
     total_length += static_cast<double>(lifetime.end) - static_cast<double>(lifetime.start) + 1;
     count += 1;
   }
-  const double spacing = (static_cast<double>(axis[axis.size() - 1]) - static_cast<double>(axis[0])) /
-                         static_cast<double>(axis.size() - 1);
+  const double spacing =
+      (static_cast<double>(axis[axis.size() - 1]) - static_cast<double>(axis[0])) /
+      static_cast<double>(axis.size() - 1);
   const double starts_spanned = total_length / count / spacing;
   int64_t width = kMinBucketWidth;
   while (width < kMaxBucketWidth && static_cast<double>(width) < starts_spanned) width *= 2;
@@ -54,14 +55,14 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
   }
   // Every non-empty lifetime starts on the axis, so at or after bucket 0's begin.
   const auto bucket_of = [&](Time time) {
-    return static_cast<Bucket>(
-        std::upper_bound(bucket_begin_.begin(), bucket_begin_.end(), time) -
-        bucket_begin_.begin() - 1);
+    return static_cast<Bucket>(std::upper_bound(bucket_begin_.begin(), bucket_begin_.end(), time) -
+                               bucket_begin_.begin() - 1);
   };
   buckets_of_slot_.resize(lifetimes_.size());
   for (size_t slot = 0; slot < lifetimes_.size(); ++slot) {
     const Lifetime& lifetime = lifetimes_[slot];
-    if (!lifetime.empty()) buckets_of_slot_[slot] = {bucket_of(lifetime.start), bucket_of(lifetime.end)};
+    if (!lifetime.empty())
+      buckets_of_slot_[slot] = {bucket_of(lifetime.start), bucket_of(lifetime.end)};
   }
 }
 
@@ -80,8 +81,8 @@ void IntervalIndex::FindOverlapping(Slot query, std::vector<Slot>* out) const {
   for (auto bucket = first; bucket <= last; ++bucket) {
     // An entry that starts before this bucket is also in the previous one,
     // which reports it unless this is the query's first bucket.
-    const Time begin = bucket == first ? std::numeric_limits<Time>::min()
-                                       : layout_->bucket_begin_[bucket];
+    const Time begin =
+        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
     for (const Entry& entry : buckets_[bucket]) {
       if (entry.lifetime.start <= lifetime.end && entry.lifetime.end >= lifetime.start &&
           entry.lifetime.start >= begin) {

@@ -10,7 +10,8 @@ namespace {
 bool StorageMeetsAny(const SlotTable& table, Slot slot, Offset offset,
                      const std::vector<Slot>& others) {
   return std::any_of(others.begin(), others.end(), [&](Slot other) {
-    return StorageOverlaps(offset, table.slots[slot].size, table.slots[other].offset, table.slots[other].size);
+    return StorageOverlaps(offset, table.slots[slot].size, table.slots[other].offset,
+                           table.slots[other].size);
   });
 }
 
@@ -161,9 +162,9 @@ class ScanOccupancy final : public MemoryOccupancy {
   void Insert(Slot slot) override {
     const SlotTable::SlotState& state = table_.slots[slot];
     // After every equal offset: the new slot has the largest sequence.
-    const auto at = std::upper_bound(
-        by_offset_.begin(), by_offset_.end(), state.offset,
-        [](Offset offset, const Entry& entry) { return offset < entry.offset; });
+    const auto at =
+        std::upper_bound(by_offset_.begin(), by_offset_.end(), state.offset,
+                         [](Offset offset, const Entry& entry) { return offset < entry.offset; });
     by_offset_.insert(at, {table_.layout.lifetime(slot), state.offset, state.size, slot});
   }
 
@@ -233,14 +234,10 @@ class ScanOccupancy final : public MemoryOccupancy {
 std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTable& table,
                                                Size alignment) {
   switch (occupancy) {
-    case Occupancy::kIntervalIndex:
-      return std::make_unique<IntervalOccupancy>(table, alignment);
-    case Occupancy::kSegmentTree:
-      return std::make_unique<TreeOccupancy>(table, alignment);
-    case Occupancy::kScan:
-      return std::make_unique<ScanOccupancy>(table, alignment);
-    case Occupancy::kAuto:
-      break;
+    case Occupancy::kIntervalIndex: return std::make_unique<IntervalOccupancy>(table, alignment);
+    case Occupancy::kSegmentTree: return std::make_unique<TreeOccupancy>(table, alignment);
+    case Occupancy::kScan: return std::make_unique<ScanOccupancy>(table, alignment);
+    case Occupancy::kAuto: break;
   }
   return nullptr;
 }

@@ -149,9 +149,9 @@ SmallestHole OccupancyTree::FindSmallestHole(const Lifetime& lifetime, Size size
 bool OccupancyTree::Intersects(const Lifetime& lifetime, Segment segment) const {
   GatherLists(lifetime);
   for (const SegmentList* list : lists_) {
-    const auto after = std::lower_bound(
-        list->begin(), list->end(), segment.begin,
-        [](const Segment& s, Offset begin) { return s.end <= begin; });
+    const auto after =
+        std::lower_bound(list->begin(), list->end(), segment.begin,
+                         [](const Segment& s, Offset begin) { return s.end <= begin; });
     if (after != list->end() && after->begin < segment.end) return true;
   }
   return false;

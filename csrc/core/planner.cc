@@ -40,8 +40,8 @@ std::string CheckPlaced(const PlacedTensor& placed, const std::vector<Memory>& m
   // Both terms may be 2^62, whose sum overflows int64_t but not uint64_t.
   const uint64_t end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(placed.tensor.size);
   if (end > static_cast<uint64_t>(memories[mem_id - 1].size)) {
-    return StrCat("storage [", offset, ", ", end, ") lies outside memory ",
-                  mem_id, " of ", memories[mem_id - 1].size, " bytes");
+    return StrCat("storage [", offset, ", ", end, ") lies outside memory ", mem_id, " of ",
+                  memories[mem_id - 1].size, " bytes");
   }
   return "";
 }
@@ -159,8 +159,9 @@ class Planner {
       // Upstream re-sorts after every placement; one stable sort of the
       // appended list gives the same order, since appends come last among ties.
       if (sorted_by_offset_[m]) {
-        std::stable_sort(list.begin(), list.end(),
-                         [&](Slot a, Slot b) { return table_.slots[a].offset < table_.slots[b].offset; });
+        std::stable_sort(list.begin(), list.end(), [&](Slot a, Slot b) {
+          return table_.slots[a].offset < table_.slots[b].offset;
+        });
       }
       result_.memory_order[m] = std::move(list);
     }
@@ -290,7 +291,8 @@ class Planner {
           (choice.scanned_listed || occupancy_[m]->MayCollide(slot, carried))) {
         if (!choice.scanned_listed) ListOverlappingInListOrder(m, slot);
         for (Slot other : overlapping_) {
-          if (StorageOverlaps(carried, size, table_.slots[other].offset, table_.slots[other].size)) {
+          if (StorageOverlaps(carried, size, table_.slots[other].offset,
+                              table_.slots[other].size)) {
             throw Conflict(i, m, carried, other);
           }
         }
@@ -314,7 +316,8 @@ class Planner {
         carried = running_end;
       }
       running_end = std::max(
-          running_end, AlignUp(SaturatingAdd(table_.slots[other].offset, table_.slots[other].size), alignment));
+          running_end,
+          AlignUp(SaturatingAdd(table_.slots[other].offset, table_.slots[other].size), alignment));
     }
     return carried == kNoOffset ? running_end : carried;
   }
@@ -327,12 +330,14 @@ class Planner {
     occupancy_[mem_id]->FindOverlapping(slot, &overlapping_);
     if (sorted_by_offset_[mem_id]) {
       std::sort(overlapping_.begin(), overlapping_.end(), [&](Slot a, Slot b) {
-        return table_.slots[a].offset != table_.slots[b].offset ? table_.slots[a].offset < table_.slots[b].offset
-                                                    : table_.slots[a].sequence < table_.slots[b].sequence;
+        return table_.slots[a].offset != table_.slots[b].offset
+                   ? table_.slots[a].offset < table_.slots[b].offset
+                   : table_.slots[a].sequence < table_.slots[b].sequence;
       });
     } else {
-      std::sort(overlapping_.begin(), overlapping_.end(),
-                [&](Slot a, Slot b) { return table_.slots[a].sequence < table_.slots[b].sequence; });
+      std::sort(overlapping_.begin(), overlapping_.end(), [&](Slot a, Slot b) {
+        return table_.slots[a].sequence < table_.slots[b].sequence;
+      });
     }
   }
 
@@ -349,12 +354,8 @@ class Planner {
       out << "\n  memory " << m << " (" << memory.size << " bytes, alignment " << memory.alignment
           << "): ";
       switch (attempts_[m].kind) {
-        case Attempt::kNotAllowed:
-          out << "not allowed in this call";
-          break;
-        case Attempt::kBlocked:
-          out << "blocked for this tensor";
-          break;
+        case Attempt::kNotAllowed: out << "not allowed in this call"; break;
+        case Attempt::kBlocked: out << "blocked for this tensor"; break;
         case Attempt::kNoRoom:
           out << "no room, the best offset " << BestOffset(i, m) << " ends past its size";
           break;
@@ -381,7 +382,8 @@ class Planner {
     } else {
       out << "tensor " << other - placed_count_;
     }
-    out << " at offset " << table_.slots[other].offset << " (upstream's heuristic keeps an incoming "
+    out << " at offset " << table_.slots[other].offset
+        << " (upstream's heuristic keeps an incoming "
         << "offset, or scans placed tensors in their given order, and then fails its assertion)";
     return PlanningFailure(i, out.str());
   }

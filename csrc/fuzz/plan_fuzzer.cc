@@ -118,9 +118,7 @@ size_t PickIndex(FuzzedDataProvider& in, const std::vector<T>& items) {
 void Corrupt(FuzzedDataProvider& in, PlanRequest& r) {
   const auto memory_count = static_cast<MemId>(r.memories.size());
   switch (in.ConsumeIntegralInRange(0, 12)) {
-    case 0:
-      r.memories.assign(in.PickValueInArray<size_t>({0, 64}), Memory{100, 1});
-      return;
+    case 0: r.memories.assign(in.PickValueInArray<size_t>({0, 64}), Memory{100, 1}); return;
     case 1:
       r.memories[PickIndex(in, r.memories)].size = in.PickValueInArray<Size>({0, -1, kTop + 1});
       return;
@@ -137,18 +135,14 @@ void Corrupt(FuzzedDataProvider& in, PlanRequest& r) {
       r.tensors[PickIndex(in, r.tensors)].lifetime =
           in.PickValueInArray<Lifetime>({{-1, 3}, {2, -1}, {-3, -2}});
       return;
-    case 5:
-      r.blocked.resize(r.blocked.size() + 1);
-      return;
+    case 5: r.blocked.resize(r.blocked.size() + 1); return;
     case 6:
       if (r.tensors.empty()) return;
       if (r.blocked.empty()) r.blocked.assign(r.tensors.size(), 0);
       r.blocked[PickIndex(in, r.blocked)] |=
           MaskOf(in.ConsumeIntegralInRange<MemId>(memory_count + 1, kMaxMemories));
       return;
-    case 7:
-      r.incoming_offsets.resize(r.incoming_offsets.size() + 1, kNoOffset);
-      return;
+    case 7: r.incoming_offsets.resize(r.incoming_offsets.size() + 1, kNoOffset); return;
     case 8:
       if (r.tensors.empty()) return;
       if (r.incoming_offsets.empty()) r.incoming_offsets.assign(r.tensors.size(), kNoOffset);
@@ -186,7 +180,8 @@ PlanRequest ConsumeRequest(FuzzedDataProvider& in) {
   const MemoryMask existing = AllMemories(memory_count);
 
   const int tensor_count = in.ConsumeIntegralInRange(0, kMaxTensors);
-  for (int i = 0; i < tensor_count; ++i) r.tensors.push_back({ConsumeLifetime(in), ConsumeSize(in)});
+  for (int i = 0; i < tensor_count; ++i)
+    r.tensors.push_back({ConsumeLifetime(in), ConsumeSize(in)});
   if (in.ConsumeBool()) {
     for (int i = 0; i < tensor_count; ++i) r.blocked.push_back(ConsumeSmallMask(in) & existing);
   }

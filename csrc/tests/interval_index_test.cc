@@ -61,14 +61,12 @@ Lifetime RandomLifetime(std::mt19937_64& rng, Time base, Time span,
     if (kind == 8 && other.end >= other.start) {  // Starts where `other` ends.
       return {other.end, other.end + pick(0, std::min<Time>(3, base + span - other.end))};
     }
-    if (other.start > base) return {other.start - pick(0, 3), other.start};        // Touches start.
+    if (other.start > base) return {other.start - pick(0, 3), other.start};  // Touches start.
   }
   switch (kind) {
-    case 0:
-      return {start, start - 1 - pick(0, 2)};  // Empty.
+    case 0: return {start, start - 1 - pick(0, 2)};  // Empty.
     case 1:
-    case 2:
-      return {start, start};  // Single point.
+    case 2: return {start, start};  // Single point.
     default:
       // Never past base + span, so no arithmetic overflows near INT64_MAX.
       return {start, start + pick(0, std::min<Time>(span / 3 + 1, base + span - start))};
@@ -104,7 +102,8 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
   };
   auto query_now = [&]() {
     const int number = std::uniform_int_distribution<int>(1, 4)(rng);
-    for (int q = 0; q < number; ++q) check(std::uniform_int_distribution<Slot>(0, universe - 1)(rng));
+    for (int q = 0; q < number; ++q)
+      check(std::uniform_int_distribution<Slot>(0, universe - 1)(rng));
   };
   query_now();
   for (Slot slot : order) {
@@ -159,11 +158,8 @@ void TestInclusiveEnds() {
 
 void TestExtremeTimes() {
   constexpr Time kMax = std::numeric_limits<Time>::max();
-  const std::vector<Lifetime> stored = {{kMax, kMax},
-                                        {kMax - 1, kMax},
-                                        {0, kMax},
-                                        {kMax - 5, kMax - 3},
-                                        {kMax, kMax - 1},  // Empty.
+  const std::vector<Lifetime> stored = {{kMax, kMax},         {kMax - 1, kMax}, {0, kMax},
+                                        {kMax - 5, kMax - 3}, {kMax, kMax - 1},  // Empty.
                                         {kMax - 3, kMax - 3}};
   CHECK_EQ(Ask(stored, {{kMax, kMax}, {kMax - 3, kMax - 2}, {0, kMax}, {kMax, 0}}),
            (Answers{{0, 1, 2}, {2, 3, 5}, {0, 1, 2, 3, 5}, {}}));
@@ -203,7 +199,8 @@ int main() {
     std::mt19937_64 shape(seed * 7919);
     // Sizes 0..80 mostly, some larger ones so the tree has several levels and a
     // non-power-of-two leaf count.
-    const int count = seed % 10 == 0 ? static_cast<int>(shape() % 400) : static_cast<int>(shape() % 81);
+    const int count =
+        seed % 10 == 0 ? static_cast<int>(shape() % 400) : static_cast<int>(shape() % 81);
     // Dense (many ties / touches), sparse, negative, and near INT64_MAX time ranges.
     Time base = 0;
     Time span = 20;
@@ -211,8 +208,14 @@ int main() {
       case 0: span = 5; break;
       case 1: span = 20; break;
       case 2: span = 1000; break;
-      case 3: base = -50; span = 100; break;
-      case 4: base = kMax - 40; span = 40; break;
+      case 3:
+        base = -50;
+        span = 100;
+        break;
+      case 4:
+        base = kMax - 40;
+        span = 40;
+        break;
     }
     queries += RunRandomCase(seed, base, span, count);
     ++cases;

@@ -58,8 +58,8 @@ std::vector<std::pair<Offset, Size>> Holes(const std::vector<bool>& taken, Offse
   return holes;
 }
 
-void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored,
-                const Lifetime& query, std::mt19937_64& rng) {
+void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored, const Lifetime& query,
+                std::mt19937_64& rng) {
   Offset top = 0;
   const std::vector<bool> taken = TakenBytes(stored, query);
   const auto holes = Holes(taken, &top);

@@ -144,8 +144,10 @@ void CompareOnce(const PlanRequest& r, Algorithm algorithm, Stats& s) {
 
 void TestAgainstReference(uint64_t first_seed, int count, bool huge, bool medium = false) {
   for (uint64_t seed = first_seed; seed < first_seed + count; ++seed) {
-    memplan_test::SetContext(std::string(huge ? "huge" : medium ? "medium" : "small") + " seed " +
-                             std::to_string(seed));
+    memplan_test::SetContext(std::string(huge     ? "huge"
+                                         : medium ? "medium"
+                                                  : "small") +
+                             " seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
     const PlanRequest r = RandomRequest(rng, huge, medium);
     if (!CHECK_EQ(CheckRequest(r), std::string())) {
@@ -283,10 +285,12 @@ void TestFailureMessages() {
       // Memory 1: first fit finds 32 (the aligned end of 30 bytes), while the
       // heuristic keeps the incoming offset 5; memory 2: both reach the top, 60.
       const std::string first = a == Algorithm::kPositionBasedGreedy ? "32" : "5";
-      const bool named = message.find("memory 1 (64 bytes, alignment 16): no room, the best offset " +
-                                      first + " ") != std::string::npos &&
-                         message.find("memory 2 (80 bytes, alignment 1): no room, the best offset "
-                                      "60 ") != std::string::npos;
+      const bool named =
+          message.find("memory 1 (64 bytes, alignment 16): no room, the best offset " + first +
+                       " ") != std::string::npos &&
+          message.find(
+              "memory 2 (80 bytes, alignment 1): no room, the best offset "
+              "60 ") != std::string::npos;
       if (!CHECK(named)) std::cerr << "    " << message << "\n";
     }
   }
@@ -328,12 +332,18 @@ void TestCheckRequest() {
     return r;
   };
   ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[1].size = -1; }), "negative size");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[1].size = kMaxByteValue + 1; }), "size > 2^62");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[1].size = kMaxByteValue + 1; }),
+                "size > 2^62");
   ExpectValid(mutate([](PlanRequest& r) { r.tensors[1].size = kMaxByteValue; }), "size 2^62");
   ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[0].lifetime.start = -1; }), "negative start");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[0].lifetime = {-3, -2}; }), "negative lifetime");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[0].lifetime = {-3, -2}; }),
+                "negative lifetime");
   ExpectInvalid(mutate([](PlanRequest& r) { r.tensors[2].lifetime.end = -1; }), "negative end");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.memories.clear(); r.allowed = 0; }), "0 memories");
+  ExpectInvalid(mutate([](PlanRequest& r) {
+                  r.memories.clear();
+                  r.allowed = 0;
+                }),
+                "0 memories");
   ExpectInvalid(mutate([](PlanRequest& r) {
                   r.memories.assign(64, Memory{100, 1});
                   r.allowed = ~MemoryMask{0} & ~MemoryMask{1};
@@ -349,12 +359,16 @@ void TestCheckRequest() {
   ExpectInvalid(mutate([](PlanRequest& r) { r.memories[1].size = -5; }), "memory size < 0");
   ExpectInvalid(mutate([](PlanRequest& r) { r.memories[0].alignment = 0; }), "alignment 0");
   ExpectInvalid(mutate([](PlanRequest& r) { r.memories[1].alignment = -16; }), "alignment < 0");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 3; }), "blocked id 3 of 2");
-  ExpectValid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 2; }), "blocked id 2 of 2");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 63; }), "blocked id 63 of 2");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 3; }),
+                "blocked id 3 of 2");
+  ExpectValid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 2; }),
+              "blocked id 2 of 2");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.blocked[1] = MemoryMask{1} << 63; }),
+                "blocked id 63 of 2");
   // planner.h: "Bits of ids that do not exist are ignored" (and bit 0 too), so
   // these are valid and plan exactly like the mask of existing ids.
-  for (MemoryMask extra : {MemoryMask{1} << 3, MemoryMask{1} << 63, MemoryMask{1}, ~MemoryMask{0}}) {
+  for (MemoryMask extra :
+       {MemoryMask{1} << 3, MemoryMask{1} << 63, MemoryMask{1}, ~MemoryMask{0}}) {
     PlanRequest plain = base;
     plain.incoming_offsets.clear();  // (With them the heuristic fails; see the random tests.)
     plain.allowed = MemoryMask{1} << 2;  // Memory 2 only.
@@ -373,24 +387,36 @@ void TestCheckRequest() {
   ExpectValid(mutate([](PlanRequest& r) { r.allowed = 0; }), "nothing allowed");
   ExpectInvalid(mutate([](PlanRequest& r) { r.blocked.pop_back(); }), "blocked too short");
   ExpectInvalid(mutate([](PlanRequest& r) { r.blocked.push_back(0); }), "blocked too long");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.incoming_offsets.pop_back(); }), "incoming too short");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.incoming_offsets.push_back(0); }), "incoming too long");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.incoming_offsets.pop_back(); }),
+                "incoming too short");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.incoming_offsets.push_back(0); }),
+                "incoming too long");
   ExpectInvalid(mutate([](PlanRequest& r) { r.incoming_offsets[0] = -2; }), "incoming offset -2");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = 0; }), "placed mem_id 0");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = 3; }), "placed mem_id 3 of 2");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = -1; }), "placed mem_id -1");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = 993; }), "placed past end");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement = {1, 96}; }), "placed past end of mem 1");
-  ExpectValid(mutate([](PlanRequest& r) { r.placed[0].placement = {1, 92}; }), "placed ends at mem 1 end");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = 0; }),
+                "placed mem_id 0");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = 3; }),
+                "placed mem_id 3 of 2");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.mem_id = -1; }),
+                "placed mem_id -1");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = 993; }),
+                "placed past end");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement = {1, 96}; }),
+                "placed past end of mem 1");
+  ExpectValid(mutate([](PlanRequest& r) { r.placed[0].placement = {1, 92}; }),
+              "placed ends at mem 1 end");
   ExpectInvalid(mutate([](PlanRequest& r) {
                   r.memories[1].size = kMaxByteValue;
                   r.placed[0] = {{{0, 1}, kMaxByteValue}, {2, kMaxByteValue}};
                 }),
                 "placed end 2^63 (overflows int64)");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = -8; }), "placed negative offset");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = kNoOffset; }), "placed offset None");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].tensor.size = -1; }), "placed negative size");
-  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].tensor.lifetime.start = -1; }), "placed negative time");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = -8; }),
+                "placed negative offset");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].placement.offset = kNoOffset; }),
+                "placed offset None");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].tensor.size = -1; }),
+                "placed negative size");
+  ExpectInvalid(mutate([](PlanRequest& r) { r.placed[0].tensor.lifetime.start = -1; }),
+                "placed negative time");
   memplan_test::SetContext("");
 }
 

@@ -196,8 +196,8 @@ class Reference {
           smallest_gap = gap;
           mem_offset = prev_offset;
         }
-        prev_offset = std::max(AlignUpExact(allocated.offset + allocated.size, Alignment(m)),
-                               prev_offset);
+        prev_offset =
+            std::max(AlignUpExact(allocated.offset + allocated.size, Alignment(m)), prev_offset);
       }
       if (!mem_offset) mem_offset = prev_offset;
       if (!(Allowed(m) && Fits(m, *mem_offset, size))) {
@@ -244,7 +244,9 @@ inline std::string Describe(const PlanRequest& r) {
 // arithmetic: the core must reject exactly the requests this rejects.
 inline bool RequestIsValid(const PlanRequest& r) {
   const Wide top = kMaxByteValue;
-  const auto in_range = [](Wide value, Wide low, Wide high) { return low <= value && value <= high; };
+  const auto in_range = [](Wide value, Wide low, Wide high) {
+    return low <= value && value <= high;
+  };
   const auto tensor_valid = [&](const Tensor& t) {
     return in_range(t.size, 0, top) && t.lifetime.start >= 0 && t.lifetime.end >= 0;
   };
@@ -440,8 +442,8 @@ inline Comparison CompareWithReference(const PlanRequest& r, Algorithm algorithm
     Comparison c = CompareOccupancy(r, algorithm, occupancy, invalid, expected, expected_failure);
     if (occupancy == Occupancy::kAuto) result.outcome = c.outcome;
     if (!c.problem.empty()) {
-      result.problem = std::string(Name(algorithm)) + " with occupancy " + Name(occupancy) +
-                       ": " + c.problem + "\n    on " + Describe(r);
+      result.problem = std::string(Name(algorithm)) + " with occupancy " + Name(occupancy) + ": " +
+                       c.problem + "\n    on " + Describe(r);
       break;
     }
   }

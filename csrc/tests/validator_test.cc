@@ -244,7 +244,9 @@ void CheckOne(const Plan& p, Stats& stats) {
     // The message names a pair that really conflicts: two indices, both present.
     const std::vector<size_t> named = NamedTensors(message);
     bool ok = CHECK_EQ(named.size(), size_t{2});
-    if (ok) ok = CHECK(v.conflicts.count({std::min(named[0], named[1]), std::max(named[0], named[1])}) == 1);
+    if (ok)
+      ok = CHECK(v.conflicts.count({std::min(named[0], named[1]), std::max(named[0], named[1])}) ==
+                 1);
     if (ok && v.conflicts.size() == 1) {
       CHECK_EQ(std::set<size_t>(named.begin(), named.end()),
                (std::set<size_t>{v.conflicts.begin()->first, v.conflicts.begin()->second}));

@@ -1,32 +1,40 @@
 """cadence_memplan: ExecuTorch Cadence memory planning in C++, same placements as upstream.
 
-The array API (:func:`plan`, :func:`validate`) needs only numpy. The drop-in
-algorithm classes need executorch (``pip install cadence-memplan[executorch]``) and
-are imported on first use.
+The array API (:func:`plan`, :func:`validate`) needs only numpy. The drop-in classes and
+the reports need executorch (``pip install "cadence-memplan[executorch]"``) and are
+imported on first use. docs/architecture.md maps the modules.
 """
 
-from __future__ import annotations
-
-import importlib
 from importlib.metadata import version as _version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from ._arrays import ALGORITHMS, Algorithm, PlanResult, Preplaced, plan, validate
-from ._core import MAX_MEMORIES, PlanningError
+from ._types import (
+    ALGORITHMS,
+    OCCUPANCIES,
+    Algorithm,
+    Occupancy,
+    PlanningError,
+    PlanResult,
+    Preplaced,
+)
+from ._validation import MAX_MEMORIES
+from .api import plan, validate
 
-if TYPE_CHECKING:
-    from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
-    from .cadence import CadenceMemoryPlanning
-    from .reports import print_memory_planning_info
+if _TYPE_CHECKING:
+    from .executorch.algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+    from .executorch.cadence import CadenceMemoryPlanning
+    from .executorch.reports import print_memory_planning_info
 
 __version__ = _version("cadence-memplan")
 
 __all__ = [
     "ALGORITHMS",
     "MAX_MEMORIES",
+    "OCCUPANCIES",
     "Algorithm",
     "CadenceMemoryPlanning",
     "GreedyWithHeuristic",
+    "Occupancy",
     "PlanResult",
     "PlanningError",
     "PositionBasedGreedyWithHierarchy",
@@ -46,8 +54,13 @@ _EXECUTORCH_NAMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _EXECUTORCH_NAMES:
-        module = importlib.import_module(f".{_EXECUTORCH_NAMES[name]}", __name__)
-        return getattr(module, name)
+        from importlib import import_module
+
+        return getattr(import_module(f"{__name__}.executorch.{_EXECUTORCH_NAMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

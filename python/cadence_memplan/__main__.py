@@ -1,4 +1,4 @@
-"""``python -m cadence_memplan``: the ``cadence-memplan`` command line (see cli.py)."""
+"""``python -m cadence_memplan``: the ``cadence-memplan`` command line (see cli/main.py)."""
 
 import sys
 

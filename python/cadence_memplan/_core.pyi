@@ -1,5 +1,7 @@
 """Type stubs for the C++ extension. Call it through cadence_memplan's public functions."""
 
+from typing import Literal
+
 import numpy as np
 import numpy.typing as npt
 
@@ -33,7 +35,7 @@ def plan(
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     list[npt.NDArray[np.int64]],
-    str,
+    Literal["interval", "tree", "scan"],
 ]: ...
 def validate(
     starts: npt.NDArray[np.int64],

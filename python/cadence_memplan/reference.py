@@ -2,7 +2,8 @@
 
 ``cadence_memplan.reference.plan`` takes and returns exactly what :func:`cadence_memplan.plan`
 does and places every tensor where upstream's Cadence placers (executorch 1.5.x) would,
-but it is plain Python over lists of ints: no executorch, no TensorSpec, no C++.
+but it is plain Python over lists of ints: no executorch, no TensorSpec, no C++ (it
+imports nothing of the package that touches the extension, so it can check the core).
 
 It is written from the placers' rules (see ``csrc/core/planner.h``), not translated from
 upstream's code, and it is deliberately simple: every placement scans all tensors already
@@ -35,16 +36,15 @@ above 2^53 bytes).
 
 from __future__ import annotations
 
-import operator
 from bisect import insort
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._arrays import ALGORITHMS, Algorithm, PlanResult, Preplaced
-from ._core import PlanningError
+from ._types import ALGORITHMS, Algorithm, PlanningError, PlanResult, Preplaced
+from ._validation import as_int64, check_memories
 
 __all__ = ["plan"]
 
@@ -52,25 +52,12 @@ _NO_OFFSET = -1  # An incoming offset that was None.
 
 
 def _int_list(name: str, values: Any) -> list[int]:
-    """``values`` as a list of Python ints; numpy arrays convert in one call."""
-    if isinstance(values, np.ndarray):
-        if values.ndim != 1:
-            raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}")
-        if values.size and values.dtype.kind not in "iu":
-            raise TypeError(f"{name} must hold integers, got dtype {values.dtype}")
-        return values.tolist()
-    result = []
-    for index, value in enumerate(values):
-        if isinstance(value, bool):
-            raise TypeError(f"{name}[{index}] is {value!r}, not an integer")
-        try:
-            result.append(operator.index(value))
-        except TypeError:
-            raise TypeError(f"{name}[{index}] is {value!r}, not an integer") from None
+    """``values`` as a list of Python ints, checked like the array API's input."""
+    result: list[int] = as_int64(name, values).tolist()
     return result
 
 
-def _require_length(name: str, values: Sequence[Any], expected: int) -> None:
+def _require_length(name: str, values: Sized, expected: int) -> None:
     if len(values) != expected:
         raise ValueError(f"{name} has {len(values)} entries, expected {expected}")
 
@@ -161,12 +148,6 @@ def _describe_failure(index: int, size: int, lifetime: tuple[int, int], why: lis
     return "\n".join(lines)
 
 
-def _planning_error(message: str, tensor_index: int) -> PlanningError:
-    error = PlanningError(message)
-    error.tensor_index = tensor_index
-    return error
-
-
 def plan(
     starts: Sequence[int] | npt.ArrayLike,
     ends: Sequence[int] | npt.ArrayLike,
@@ -198,13 +179,7 @@ def plan(
     memory_count = len(memory_size_list)
     alignment_list = _int_list("memory_alignments", memory_alignments)
     _require_length("memory_alignments", alignment_list, memory_count)
-    if memory_count < 1:
-        raise ValueError("need at least one memory")
-    for mem_id, (size, alignment) in enumerate(
-        zip(memory_size_list, alignment_list, strict=True), start=1
-    ):
-        if size < 1 or alignment < 1:
-            raise ValueError(f"memory {mem_id}: size {size} and alignment {alignment} must be >= 1")
+    check_memories(memory_size_list, alignment_list)
     for index in range(tensor_count):
         if tensor_sizes[index] < 0 or tensor_starts[index] < 0 or tensor_ends[index] < 0:
             raise ValueError(
@@ -294,7 +269,7 @@ def plan(
             mem_ids[index], offsets[index] = mem_id, offset
             break
         else:
-            raise _planning_error(
+            raise PlanningError(
                 _describe_failure(index, size, (tensor_starts[index], tensor_ends[index]), why_not),
                 index,
             )
@@ -340,7 +315,7 @@ def _check_no_collision(
                 if other < placed_count
                 else f"tensor {other - placed_count}"
             )
-            raise _planning_error(
+            raise PlanningError(
                 f"placing tensor {index} (size {size} bytes) at offset {offset} of memory"
                 f" {mem_id} would overlap {who} at offset {other_offset} (upstream's heuristic"
                 " keeps an incoming offset, or scans placed tensors in their given order, and"

@@ -7,7 +7,7 @@ still runs through exir's ``MemoryPlanningPass`` and is followed by upstream's
 relative placements for cat/slice/select/idma/view, blocklists) is upstream's too. Switch
 by changing one import::
 
-    from cadence_memplan.cadence import CadenceMemoryPlanning
+    from cadence_memplan import CadenceMemoryPlanning
     ExecutorchBackendConfig(memory_planning_pass=CadenceMemoryPlanning(memory_config, mode, 0))
 
 Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
@@ -37,10 +37,11 @@ from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
-from torch.export.exported_program import ExportGraphSignature
+from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
-from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy, is_integer
+from .._validation import is_integer
+from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 
 __all__ = [
     "MEM_ALGOS",
@@ -148,7 +149,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
             for spec in dict.fromkeys(_graph_specs(graph_module))
         ]
         try:
-            return super().run(graph_module, graph_signature)
+            result: PassResult = super().run(graph_module, graph_signature)
+            return result
         except BaseException:
             for spec, mem_id, mem_offset, lifetime, contents in saved:
                 if isinstance(lifetime, list):

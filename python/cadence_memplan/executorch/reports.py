@@ -13,28 +13,28 @@ bytes, so it is a lower bound to hold a memory's peak usage against. It sums the
 sizes, so tensors that share storage on purpose (the relative placements of cat, slice
 and view "nops") are counted once each; pass the ``MemConstraints`` that planned the graph
 to leave those out, as the other reports do. :func:`print_memory_planning_info` has no
-constraints to go by and leaves out the aliases of Cadence's nop ops itself.
+constraints to go by and leaves them out by the package's one definition of "shares
+storage", :func:`cadence_memplan.stats.storage_sharing_spec_ids`, as the command line does.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import torch
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
-from executorch.exir import ExecutorchProgramManager, memory
+from executorch.exir import ExecutorchProgramManager
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 from tabulate import tabulate
-from torch.export.exported_program import ExportGraphSignature
+from torch.export import ExportGraphSignature
 
-from . import usage
+from .. import stats
+from ..stats import TensorTable
 
 __all__ = [
     "PER_MEMORY_HEADERS",
@@ -47,6 +47,7 @@ __all__ = [
     "peak_memory_usages_per_memory",
     "print_memory_planning_info",
     "read_spec_table",
+    "require_placed",
 ]
 
 # Upstream's four columns, then ours.
@@ -60,67 +61,45 @@ PER_MEMORY_HEADERS = (
 
 _UNSET = -1  # stands for None in the int64 columns
 
+# One row per spec, labelled by the spec itself. Kept under its old name.
+SpecTable = TensorTable
 
-@dataclass(frozen=True)
-class SpecTable:
-    """One row per spec: where it was placed, its allocated bytes and its lifetime.
 
-    ``mem_ids``/``offsets`` are -1 where the spec is not placed; ``has_lifetime`` is False
-    where ``lifetime[0]`` is None (then ``starts``/``ends`` hold 0).
-    """
-
-    mem_ids: npt.NDArray[np.int64]
-    offsets: npt.NDArray[np.int64]
-    sizes: npt.NDArray[np.int64]
-    starts: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-    has_lifetime: npt.NDArray[np.bool_]
-    specs: tuple[TensorSpec, ...]
-
-    def require_placed(self) -> None:
-        """Raise ``ValueError`` naming the first spec without a mem_id or mem_offset."""
-        unplaced = np.flatnonzero((self.mem_ids == _UNSET) | (self.offsets == _UNSET))
-        if unplaced.size:
-            index = int(unplaced[0])
-            raise ValueError(
-                f"{unplaced.size} spec(s) are not memory planned, e.g. spec {index}:"
-                f" {self.specs[index]!r}"
-            )
+def require_placed(table: TensorTable) -> None:
+    """Raise ``ValueError`` naming the first spec without a mem_id or mem_offset."""
+    unplaced = np.flatnonzero((table.mem_ids == _UNSET) | (table.offsets == _UNSET))
+    if unplaced.size:
+        index = int(unplaced[0])
+        raise ValueError(
+            f"{unplaced.size} spec(s) are not memory planned, e.g. spec {index}:"
+            f" {table.labels[index]!r}"
+        )
 
 
 def read_spec_table(
     specs: Iterable[TensorSpec], mem_constraints: MemConstraints | None = None
-) -> SpecTable:
+) -> TensorTable:
     """Read each spec once (``allocated_memory`` is computed on every access), leaving out
-    the specs ``mem_constraints`` skips, as upstream's reports do."""
+    the specs ``mem_constraints`` skips, as upstream's reports do. An unplaced spec gets
+    -1 for mem_id/offset; a spec without a lifetime gets the never-alive ``[0, -1]``."""
     kept: list[TensorSpec] = []
-    rows: list[tuple[int, int, int, int, int, bool]] = []
+    rows: list[tuple[int, int, int, int, int]] = []
     for spec in specs:
         if mem_constraints is not None and mem_constraints.skipped_spec(spec):
             continue
         mem_id, offset, (start, end) = spec.mem_id, spec.mem_offset, spec.lifetime
-        has_lifetime = start is not None
         rows.append(
             (
                 _UNSET if mem_id is None else mem_id,
                 _UNSET if offset is None else offset,
                 spec.allocated_memory,
-                start if has_lifetime else 0,
-                end if has_lifetime else 0,
-                has_lifetime,
+                0 if start is None else start,
+                -1 if start is None else end,
             )
         )
         kept.append(spec)
-    columns = np.array(rows, dtype=np.int64).reshape(len(rows), 6).T
-    return SpecTable(
-        mem_ids=columns[0],
-        offsets=columns[1],
-        sizes=columns[2],
-        starts=columns[3],
-        ends=columns[4],
-        has_lifetime=columns[5].astype(bool),
-        specs=tuple(kept),
-    )
+    columns = np.array(rows, dtype=np.int64).reshape(len(rows), 5).T
+    return TensorTable(kept, *columns)
 
 
 def _graph_spec_table(
@@ -143,47 +122,39 @@ def _graph_spec_table(
 # --------------------------------------------------------------------------- on arrays
 
 
-def peak_memory_usages_per_memory(table: SpecTable) -> list[int]:
+def peak_memory_usages_per_memory(table: TensorTable) -> list[int]:
     """Per memory id 1..(largest mem_id), the end of its last byte in use (upstream's number)."""
-    table.require_placed()
-    if not table.mem_ids.size:
+    require_placed(table)
+    if not len(table):
         return []
     memory_count = int(table.mem_ids.max())
-    return usage.peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)[
-        1:
-    ].tolist()
+    usages: list[int] = stats.peak_usage_per_memory(
+        table.mem_ids, table.offsets, table.sizes, memory_count
+    )[1:].tolist()
+    return usages
 
 
-def peak_memory_usage(table: SpecTable, node_count: int) -> tuple[int, int]:
+def peak_memory_usage(table: TensorTable, node_count: int) -> tuple[int, int]:
     """Most bytes alive at one node across all memories, and the first node where it occurs.
 
     Lifetimes are inclusive node indices in ``0..node_count-1``; specs without one count
     nowhere. The same arithmetic as upstream, so the same numbers.
     """
-    timed = table.has_lifetime
-    return usage.peak_usage_over_time(
-        table.sizes[timed], table.starts[timed], table.ends[timed], node_count
-    )
+    return stats.peak_usage_over_time(table.sizes, table.starts, table.ends, node_count)
 
 
-def peak_live_bytes_per_memory(table: SpecTable) -> list[int]:
-    """Per memory id 1..(largest mem_id), the most bytes alive at one node among its tensors.
+def peak_live_bytes_per_memory(table: TensorTable) -> list[int]:
+    """Per memory id 1..(largest mem_id), the most bytes alive at one node among its tensors,
+    leaving out the rows marked ``shares_storage``.
 
     A tensor is alive over its inclusive lifetime; one with start > end or no lifetime is
     never alive.
     """
-    table.require_placed()
-    if not table.mem_ids.size:
+    require_placed(table)
+    if not len(table):
         return []
     memory_count = int(table.mem_ids.max())
-    timed = table.has_lifetime
-    return usage.peak_live_bytes_per_memory(
-        table.mem_ids[timed],
-        table.sizes[timed],
-        table.starts[timed],
-        table.ends[timed],
-        memory_count,
-    )[1:].tolist()
+    return [stat.peak_live_bytes for stat in stats.memory_stats(table, memory_count)]
 
 
 # --------------------------------------------------------------------------- upstream's API
@@ -235,42 +206,6 @@ def find_peak_live_bytes_per_memory(
     )
 
 
-# Ops whose output shares its input's storage once Cadence has planned them (upstream's
-# memory_constraints.py places them relative to their source); _cat_nop is the other way
-# round: its inputs live inside its output.
-_ALIAS_OUTPUT_OPS = frozenset(
-    {"aten._slice_copy_nop.Tensor_out", "aten._select_copy_nop.int_out", "cadence.idma_wait.out"}
-)
-_ALIAS_INPUT_OPS = frozenset({"aten._cat_nop.out"})
-
-
-def _alias_spec_ids(graph_module: torch.fx.GraphModule) -> set[int]:
-    """ids of the specs that share another spec's storage on purpose in a planned graph."""
-    aliases: set[int] = set()
-    for node in graph_module.graph.nodes:
-        if node.op != "call_function":
-            continue
-        target = str(node.target)
-        if node.target is memory.view or target in _ALIAS_OUTPUT_OPS:
-            aliases.add(id(node.meta.get("spec")))
-        elif target in _ALIAS_INPUT_OPS:
-            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
-            aliases.update(id(arg.meta.get("spec")) for arg in inputs)
-    return aliases
-
-
-def _subset(table: SpecTable, keep: npt.NDArray[np.bool_]) -> SpecTable:
-    return SpecTable(
-        mem_ids=table.mem_ids[keep],
-        offsets=table.offsets[keep],
-        sizes=table.sizes[keep],
-        starts=table.starts[keep],
-        ends=table.ends[keep],
-        has_lifetime=table.has_lifetime[keep],
-        specs=tuple(spec for spec, kept in zip(table.specs, keep.tolist(), strict=True) if kept),
-    )
-
-
 def print_memory_planning_info(
     executorch_prog: ExecutorchProgramManager,
     memory_config: MemoryConfig,
@@ -300,10 +235,9 @@ def print_memory_planning_info(
         mem_constraints,
     )
     usages = peak_memory_usages_per_memory(table)
-    aliases = _alias_spec_ids(program.graph_module)
-    live_bounds = peak_live_bytes_per_memory(
-        _subset(table, np.array([id(spec) not in aliases for spec in table.specs], dtype=bool))
-    )
+    shared = stats.storage_sharing_spec_ids(program.graph_module)
+    table.shares_storage = np.array([id(spec) in shared for spec in table.labels], dtype=bool)
+    live_bounds = peak_live_bytes_per_memory(table)
     names, base_addrs = memory_config.memory_names, memory_config.base_addrs
     per_memory_rows = [
         [

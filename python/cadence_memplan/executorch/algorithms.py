@@ -13,7 +13,6 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -26,8 +25,9 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
-from . import _core
-from ._arrays import Algorithm, allowed_mask, as_int64
+from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, Preplaced
+from .._validation import MAX_MEMORIES, as_int64, check_memories
+from ..api import allowed_mask, plan_int64
 
 __all__ = ["GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy", "check_memory_config"]
 
@@ -49,11 +49,6 @@ def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any
     return starts, ends, sizes
 
 
-def is_integer(value: Any) -> bool:
-    # numbers.Integral takes numpy integers too; a bool is an int but never a size.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def check_memory_config(memory_config: MemoryConfig) -> None:
     """Raise ``ValueError`` unless ``memory_config`` describes memories the placers can use.
 
@@ -62,9 +57,9 @@ def check_memory_config(memory_config: MemoryConfig) -> None:
     a ``ZeroDivisionError`` or a plan nobody can run.
     """
     sizes = memory_config.memory_sizes
-    if not hasattr(sizes, "__len__") or not 1 <= len(sizes) <= _core.MAX_MEMORIES:
+    if not hasattr(sizes, "__len__") or not 1 <= len(sizes) <= MAX_MEMORIES:
         raise ValueError(
-            f"memory_config.memory_sizes must list 1..{_core.MAX_MEMORIES} memories, got {sizes!r}"
+            f"memory_config.memory_sizes must list 1..{MAX_MEMORIES} memories, got {sizes!r}"
         )
     alignments = memory_config.memory_alignments
     if alignments is None:
@@ -82,13 +77,7 @@ def check_memory_config(memory_config: MemoryConfig) -> None:
                 f"memory_config.{name} has {len(values)} entries but memory_sizes has"
                 f" {len(sizes)}: {name}={values!r}, memory_sizes={sizes!r}"
             )
-    for name, values in (("memory_sizes", sizes), ("memory_alignments", alignments)):
-        for index, value in enumerate(values):
-            if not is_integer(value) or value <= 0:
-                raise ValueError(
-                    f"memory_config.{name}[{index}] (memory id {index + 1}) must be a"
-                    f" positive integer, got {value!r}"
-                )
+    check_memories(sizes, alignments, "memory_config", ("memory_sizes", "memory_alignments"))
 
 
 class _CorePlannedAlgo(MemoryPlanningAlgo):
@@ -96,9 +85,20 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
 
     algorithm: ClassVar[Algorithm]
 
-    def __init__(self, memory_config: MemoryConfig, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        memory_config: MemoryConfig,
+        *args: Any,
+        occupancy: Occupancy = "auto",
+        **kwargs: Any,
+    ) -> None:
+        """Upstream's constructor; ``occupancy`` is :func:`cadence_memplan.plan`'s (every
+        choice gives the same plan: the tests run each)."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
+        if occupancy not in OCCUPANCIES:
+            raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
+        self.occupancy = occupancy
         super().__init__(memory_config, *args, **kwargs)
 
     def plan(
@@ -150,37 +150,60 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                             f" exist (1..{memory_count}): {spec!r}"
                         )
                     blocked[index] |= np.uint64(1 << mem_id)
+        memory_sizes = as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes)
+        alignments = as_int64(
+            "memory_config.memory_alignments", self.memory_config.memory_alignments
+        )
+        sizes_array = as_int64("spec sizes", sizes)
         try:
-            mem_ids, offsets, bufsizes, memory_order, _ = _core.plan(
+            result = plan_int64(
                 self.algorithm,
                 as_int64("spec lifetime starts", starts),
                 as_int64("spec lifetime ends", ends),
-                as_int64("spec sizes", sizes),
-                as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes),
-                as_int64("memory_config.memory_alignments", self.memory_config.memory_alignments),
+                sizes_array,
+                memory_sizes,
+                alignments,
                 blocked,
                 allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
-                as_int64("already-placed lifetime starts", placed_starts),
-                as_int64("already-placed lifetime ends", placed_ends),
-                as_int64("already-placed sizes", placed_sizes),
-                as_int64("already-placed mem_ids", placed_mem_ids),
-                as_int64("already-placed offsets", [spec.mem_offset for spec in placed]),
+                Preplaced(
+                    as_int64("already-placed lifetime starts", placed_starts),
+                    as_int64("already-placed lifetime ends", placed_ends),
+                    as_int64("already-placed sizes", placed_sizes),
+                    as_int64("already-placed mem_ids", placed_mem_ids),
+                    as_int64("already-placed offsets", [spec.mem_offset for spec in placed]),
+                ),
                 as_int64("spec incoming offsets", [-1 if o is None else o for o in incoming]),
                 True,
+                self.occupancy,
             )
-        except _core.PlanningError as error:
-            raise MemoryPlanningAlgoFailure(
+        except PlanningError as error:
+            failure = MemoryPlanningAlgoFailure(
                 f"{error}\n  spec: {specs[error.tensor_index]!r}\n"
                 f"  memory config: {self.memory_config}"
-            ) from error
+            )
+            failure.spec = specs[error.tensor_index]  # the one that fits nowhere
+            raise failure from error
 
-        for spec, mem_id, offset in zip(specs, mem_ids.tolist(), offsets.tolist(), strict=True):
+        for spec, mem_id, offset in zip(
+            specs, result.mem_ids.tolist(), result.offsets.tolist(), strict=True
+        ):
             spec.mem_id = mem_id
             spec.mem_offset = offset
         everything = placed + specs
         for mem_id in range(1, memory_count + 1):
-            state.allocated_buffers[mem_id] = [everything[k] for k in memory_order[mem_id].tolist()]
-            state.bufsizes[mem_id] = max(state.bufsizes[mem_id], int(bufsizes[mem_id]))
+            state.allocated_buffers[mem_id] = [
+                everything[k] for k in result.memory_order[mem_id].tolist()
+            ]
+        # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
+        # call; the core's bufsizes also count the already-placed tensors.
+        tensor_ends = result.offsets + sizes_array
+        memory_alignment = np.concatenate([[1], alignments])[result.mem_ids]
+        aligned_ends = -(-tensor_ends // memory_alignment) * memory_alignment
+        new_bufsizes = np.zeros(memory_count + 1, dtype=np.int64)
+        np.maximum.at(new_bufsizes, result.mem_ids, aligned_ends)
+        for mem_id, bufsize in enumerate(new_bufsizes.tolist()):
+            if mem_id:
+                state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
 
 
 class PositionBasedGreedyWithHierarchy(_CorePlannedAlgo):

@@ -1,0 +1,66 @@
+"""The array API's vocabulary, shared by the core's wrapper (api.py) and the pure-Python
+reference (reference.py): neither the C++ extension nor executorch is needed to import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+Algorithm = Literal["position", "heuristic"]
+ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
+# How each memory finds the tensors alive with the one being placed (see plan()).
+Occupancy = Literal["auto", "interval", "tree", "scan"]
+OCCUPANCIES: tuple[Occupancy, ...] = ("auto", "interval", "tree", "scan")
+
+
+class PlanningError(RuntimeError):
+    """A tensor fits in no memory; ``tensor_index`` is its position in the input.
+
+    The message names the tensor, every memory tried and why it did not fit, and the
+    peak-live lower bound: how many bytes must be alive at once, against what the memories
+    hold in all.
+    """
+
+    def __init__(self, message: str, tensor_index: int) -> None:
+        super().__init__(message)
+        self.tensor_index = tensor_index
+
+    def __reduce__(self) -> tuple[type[PlanningError], tuple[str, int]]:
+        return type(self), (str(self), self.tensor_index)
+
+
+class Preplaced(NamedTuple):
+    """Tensors already in a memory before the call (upstream's ``state.allocated_buffers``).
+
+    The order of one memory's tensors here is that memory's list order, which the
+    heuristic reads (see :func:`cadence_memplan.plan`).
+    """
+
+    starts: npt.ArrayLike
+    ends: npt.ArrayLike
+    sizes: npt.ArrayLike
+    mem_ids: npt.ArrayLike
+    offsets: npt.ArrayLike
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Where :func:`cadence_memplan.plan` put each tensor.
+
+    ``bufsizes`` and ``memory_order`` are indexed by memory id ``0..N`` like
+    upstream's ``MemoryPlanningState`` (id 0 is reserved and stays empty).
+    ``memory_order[m]`` is memory m's list order after the call, in *slots*: entries below
+    ``len(preplaced)`` name preplaced tensors, ``len(preplaced) + i`` names tensor i.
+    ``bufsizes[m]`` is the aligned end of the highest tensor in memory m, preplaced
+    tensors included. ``occupancy`` is the structure that answered the placers (what
+    ``occupancy="auto"`` chose), or None for a plan that did not come from the C++ core.
+    """
+
+    mem_ids: npt.NDArray[np.int64]
+    offsets: npt.NDArray[np.int64]
+    bufsizes: npt.NDArray[np.int64]
+    memory_order: tuple[npt.NDArray[np.int64], ...]
+    occupancy: Occupancy | None = None

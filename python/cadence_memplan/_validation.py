@@ -1,0 +1,87 @@
+"""The one copy of the input checks that run in Python: integers and memory hierarchies.
+
+Used by the array API, the pure-Python reference, the drop-in classes (on a
+``MemoryConfig``) and the command line (on ``--memory``, memory config files and MiniMalloc
+CSV fields). The C++ core checks its input again on its own (csrc/bindings.cc,
+csrc/core/planner.cc); ``MAX_MEMORIES`` and ``MAX_BYTE_VALUE`` are its limits, and
+tests/test_api.py holds the two copies equal.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_MEMORIES = 63  # memory ids 1..63 fit the core's 64-bit masks; id 0 is reserved
+MAX_BYTE_VALUE = 1 << 62  # sizes, offsets and alignments; sums of two never overflow int64
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def is_integer(value: object) -> bool:
+    """True for Python and numpy integers; a bool is an int but never a size."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int64(value: int, what: str) -> int:
+    """``value`` itself, or ValueError when it does not fit in int64."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{what} = {value} does not fit in int64")
+    return value
+
+
+def as_int64(name: str, values: object) -> npt.NDArray[np.int64]:
+    """Return ``values`` as a contiguous 1-D int64 array, or raise naming the first bad entry."""
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if array.dtype == object:
+        for index, value in enumerate(array.tolist()):
+            if not is_integer(value):
+                raise TypeError(f"{name}[{index}] is {value!r}, not an integer")
+            check_int64(value, f"{name}[{index}]")
+        return array.astype(np.int64)
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if array.dtype.kind not in "iu":
+        # Name the first entry that is not a whole number, else the first one.
+        whole = array == np.round(array) if array.dtype.kind == "f" else np.zeros(1, bool)
+        index = int(np.argmin(whole)) if not whole.all() else 0
+        raise TypeError(
+            f"{name} must hold integers, got dtype {array.dtype}"
+            f" ({name}[{index}] = {array[index]!r})"
+        )
+    if array.dtype.kind == "u" and array.max() > _INT64_MAX:
+        index = int(np.argmax(array > _INT64_MAX))
+        raise ValueError(f"{name}[{index}] = {array[index]} does not fit in int64")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def check_memories(
+    sizes: Sequence[object],
+    alignments: Sequence[object],
+    where: str = "",
+    names: tuple[str, str] = ("size", "alignment"),
+) -> None:
+    """Raise ValueError unless ``sizes``/``alignments`` describe 1..MAX_MEMORIES memories,
+    each size and alignment an integer in ``[1, 2^62]``. ``where`` prefixes the message;
+    ``names`` are what it calls the two lists (``memory_sizes`` names an entry
+    ``memory_sizes[i]``)."""
+    prefix = f"{where}: " if where else ""
+    if not 1 <= len(sizes) <= MAX_MEMORIES:
+        raise ValueError(
+            f"{prefix}the number of memories must be in 1..{MAX_MEMORIES}, got {len(sizes)}"
+        )
+    if len(alignments) != len(sizes):
+        raise ValueError(f"{prefix}{len(alignments)} alignments for {len(sizes)} memories")
+    for index, (size, alignment) in enumerate(zip(sizes, alignments, strict=True)):
+        for name, value in zip(names, (size, alignment), strict=True):
+            if not is_integer(value) or not 1 <= value <= MAX_BYTE_VALUE:  # type: ignore[operator]
+                what = name if name in ("size", "alignment") else f"{name}[{index}]"
+                raise ValueError(
+                    f"{prefix}memory {index + 1}: {what} {value!r} is not an integer in [1, 2^62]"
+                )

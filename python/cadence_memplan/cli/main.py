@@ -1,0 +1,551 @@
+"""``cadence-memplan`` / ``python -m cadence_memplan``: plan a model or an instance, report it.
+
+    cadence-memplan plan [INPUT] [--memory fast=256KiB:16,near=4MiB:64,far=1GiB:64]
+                         [--algo position] [--plot map.png] [--out plan.json]
+                         [--pte model.pte] [--compare] [--quiet]
+
+INPUT is a ``torch.export`` archive (``.pt2``), a MiniMalloc CSV instance (``.csv``) or a
+built-in name (``--list-models``). Models go ``torch.export`` -> ``to_edge`` ->
+``to_executorch`` with :class:`cadence_memplan.CadenceMemoryPlanning` as the memory
+planning pass, so the reported plan is exactly the program's; CSV instances and the
+synthetic graphs are planned with the array API (numpy only, no torch needed).
+
+The report goes to stdout; progress lines with the elapsed time go to stderr (``--quiet``
+silences them). Output paths are checked before any planning starts.
+
+Exit codes: 0 planned, 1 planning failed (a tensor fits nowhere, lowering failed, an
+output could not be written), 2 usage error (bad option, missing or unreadable input),
+130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one line on
+stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import logging
+import os
+import re
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from .._types import ALGORITHMS, PlanningError
+from ..api import plan, validate
+from ..io.memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, read_memory_config
+from ..io.minimalloc import read_minimalloc_csv
+from ..io.plans import write_plan
+from ..stats import TensorTable
+from ..synthetic import synthetic_graph
+from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
+from .plot import PLOT_SUFFIXES
+from .report import print_comparison, print_report
+
+__all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
+
+PROG = "cadence-memplan"
+DEFAULT_ALGORITHM = "position"  # as cadence_memplan.plan and upstream's mem_algo=0
+EXIT_PLANNING_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `head`
+PLOT_EXTRA_HINT = 'pip install "cadence-memplan[plot]"'
+EXECUTORCH_HINT = 'pip install torch==2.13.0 && pip install "cadence-memplan[executorch]"'
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr with ``exit_code`` (2 usage, 1 planning)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Progress:
+    """``cadence-memplan: [  8.1 s] lowering ...`` on stderr, unless quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.began = time.perf_counter()
+        self.stream = sys.stderr  # kept: library chatter is discarded while models lower
+
+    def __call__(self, message: str) -> None:
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.began
+            print(f"{PROG}: [{elapsed:5.1f} s] {message}", file=self.stream, flush=True)
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Plan ExecuTorch Cadence tensor memory with cadence_memplan's C++ placers.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    planner = commands.add_parser(
+        "plan",
+        help="plan a model or a MiniMalloc CSV instance and report each memory (the default)",
+        description="Plan INPUT and print a per-memory table, the overall peak and the time"
+        " spent in the placer. Progress goes to stderr, the report to stdout.",
+    )
+    planner.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help="a .pt2 archive (torch.export.save), a MiniMalloc .csv, or a built-in name"
+        f" (--list-models) (default: {DEFAULT_INPUT})",
+    )
+    planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
+    memory = planner.add_mutually_exclusive_group()
+    memory.add_argument(
+        "--memory",
+        metavar="[NAME=]SIZE:ALIGN,...",
+        help="memories, fastest first; units B, KiB, MiB, GiB, TiB; a memory without a name"
+        f" is named by its id (default: {DEFAULT_MEMORY_SPEC})",
+    )
+    memory.add_argument(
+        "--memory-config",
+        metavar="FILE",
+        help="a .json or .toml file listing memories with names and base addresses",
+    )
+    planner.add_argument(
+        "--algo",
+        choices=ALGORITHMS,
+        default=DEFAULT_ALGORITHM,
+        help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
+        " (mem_algo=1) (default: %(default)s)",
+    )
+    for what in ("inputs", "outputs"):
+        planner.add_argument(
+            f"--alloc-{what}",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help=f"plan the graph's {what} (models only) (default: yes)",
+        )
+    planner.add_argument(
+        "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
+    )
+    planner.add_argument("--out", metavar="FILE", help="write the plan per tensor (.json, .csv)")
+    planner.add_argument(
+        "--pte",
+        metavar="FILE",
+        help="write the planned program (models only; it holds Cadence ops, so it runs on an"
+        " ExecuTorch runtime built with Cadence's kernels)",
+    )
+    planner.add_argument(
+        "--compare",
+        action="store_true",
+        help="also plan with upstream's Python placer (models) or cadence_memplan.reference"
+        " (CSV, synthetic) and check the placements are identical",
+    )
+    planner.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    planner.add_argument(
+        "--debug", action="store_true", help="show tracebacks and library warnings"
+    )
+    return parser
+
+
+def _resolve_input(text: str | None) -> tuple[str, str, Path | None]:
+    """(label, kind, path) with kind "model", "archive", "csv" or "arrays"."""
+    if text is None:
+        return DEFAULT_INPUT, "model", None
+    path = Path(text)
+    if path.exists():
+        if path.is_dir():
+            raise CliError(f"input {text} is a directory, expected a .pt2 or .csv file")
+        suffix = path.suffix.lower()
+        if suffix == ".pt2":
+            return path.name, "archive", path
+        if suffix == ".csv":
+            return path.name, "csv", path
+        raise CliError(
+            f"input {text}: unknown file type {suffix or '(none)'}, expected .pt2 or .csv"
+        )
+    if text in BUILTIN_INPUTS:
+        return text, "model" if text in MODELS else "arrays", None
+    if path.suffix or os.sep in text or "/" in text:
+        raise CliError(f"input {text}: no such file")
+    raise CliError(
+        f"input {text!r} is neither a file nor a built-in model (choose from"
+        f" {', '.join(BUILTIN_INPUTS)}; see --list-models)"
+    )
+
+
+def _check_output(path: str | None, option: str, suffixes: Sequence[str]) -> None:
+    """Refuse an output path that cannot be written, before any long work."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.suffix.lower() not in suffixes:
+        raise CliError(f"{option} {path}: expected a file ending in {' or '.join(suffixes)}")
+    folder = target.parent
+    if target.is_dir():
+        raise CliError(f"{option} {path}: is a directory")
+    if not folder.is_dir():
+        raise CliError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise CliError(f"{option} {path}: not writable")
+
+
+def _memories(arguments: argparse.Namespace) -> list[Memory]:
+    try:
+        if arguments.memory_config is not None:
+            return read_memory_config(arguments.memory_config)
+        return parse_memory_spec(
+            DEFAULT_MEMORY_SPEC if arguments.memory is None else arguments.memory
+        )
+    except ValueError as error:
+        raise CliError(str(error)) from error
+
+
+def _model_stack_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) for name in ("torch", "executorch"))
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+_TENSOR_WITH_LIFETIME = re.compile(
+    r"tensor (\d+) \(size (\d+) bytes, lifetime \[(-?\d+), (-?\d+)\]\)"
+)
+_TENSOR = re.compile(r"\btensor (\d+)\b")
+
+
+def _in_file_terms(message: str, ids: Sequence[str]) -> str:
+    """Name CSV buffers by the file's id and half-open ``[lower, upper)``, as the file does."""
+
+    def with_lifetime(match: re.Match[str]) -> str:
+        index, size, start, end = (int(group) for group in match.groups())
+        return f"buffer {ids[index]!r} ({size:,} bytes, [lower, upper) = [{start}, {end + 1}))"
+
+    message = _TENSOR_WITH_LIFETIME.sub(with_lifetime, message)
+    return _TENSOR.sub(lambda match: f"buffer {ids[int(match.group(1))]!r}", message)
+
+
+def _one_line(message: str) -> str:
+    """The core's messages list each memory on its own line: keep them all, on one."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip()).replace(
+        ":; ", ": "
+    )
+
+
+def _plan_arrays(
+    labels: list[str],
+    starts: np.ndarray[Any, Any],
+    ends: np.ndarray[Any, Any],
+    sizes: np.ndarray[Any, Any],
+    memories: Sequence[Memory],
+    algorithm: str,
+    placer: Callable[..., Any] = plan,
+    in_file_terms: bool = False,
+) -> tuple[TensorTable, float]:
+    began = time.perf_counter()
+    try:
+        result = placer(
+            starts,
+            ends,
+            sizes,
+            [memory.size for memory in memories],
+            [memory.alignment for memory in memories],
+            algorithm=algorithm,
+        )
+    except (PlanningError, ValueError) as error:
+        text = _in_file_terms(str(error), labels) if in_file_terms else str(error)
+        code = EXIT_PLANNING_FAILED if isinstance(error, PlanningError) else EXIT_USAGE
+        raise CliError(f"planning failed: {_one_line(text)}", code) from error
+    seconds = time.perf_counter() - began
+    return TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends), seconds
+
+
+# --------------------------------------------------------------------------- models
+
+
+@contextlib.contextmanager
+def _quiet_libraries(debug: bool) -> Iterator[None]:
+    """Silence torch/torchao/executorch import and lowering chatter unless --debug."""
+    if debug:
+        yield
+        return
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(_DISCARD):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
+class _Discard:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+_DISCARD: Any = _Discard()
+
+
+def _plan_model(
+    arguments: argparse.Namespace,
+    label: str,
+    path: Path | None,
+    memories: Sequence[Memory],
+    progress: Progress,
+) -> tuple[Any, TensorTable, list[str], dict[str, float], Callable[[], bool] | None]:
+    """Export (or load), lower and plan a model; with --compare, also with upstream's pass
+    (the comparison is printed later, after the report, by the returned callable)."""
+    progress("importing torch and executorch")
+    with _quiet_libraries(arguments.debug):
+        try:
+            import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
+            import torch
+            from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+            from executorch.exir import to_edge
+
+            from ..executorch.cadence import CadenceMemoryPlanning
+            from ..executorch.lowering import lower_and_plan
+        except ImportError as error:
+            raise CliError(
+                f"planning models needs torch and executorch ({error}); install them with"
+                f" `{EXECUTORCH_HINT}`, or plan a CSV instance or `synthetic`"
+            ) from error
+        if path is not None:
+            progress(f"loading {path}")
+            try:
+                exported = torch.export.load(path)
+            except Exception as error:
+                raise CliError(
+                    f"cannot read torch.export archive {path}: {_one_line(str(error))}"
+                ) from error
+        else:
+            progress(f"exporting the built-in model {label!r} with torch.export")
+            model, example_inputs = build_model(label)
+            exported = torch.export.export(model, example_inputs, strict=False)
+        progress("lowering with to_edge")
+        try:
+            edge = to_edge(exported)
+        except Exception as error:
+            raise CliError(
+                f"cannot lower {label} with to_edge: {_one_line(str(error)).split('; ')[0]}",
+                EXIT_PLANNING_FAILED,
+            ) from error
+        # to_executorch changes the edge program's graph, so upstream gets its own copy.
+        upstream_edge = copy.deepcopy(edge) if arguments.compare else None
+        progress("planning memory in to_executorch with our CadenceMemoryPlanning")
+        planning_options = (
+            memories,
+            arguments.algo,
+            arguments.alloc_inputs,
+            arguments.alloc_outputs,
+        )
+        try:
+            ours = lower_and_plan(edge, CadenceMemoryPlanning, *planning_options, "C++ core")
+        except MemoryPlanningAlgoFailure as error:
+            # Ours chains the PlanningError, whose message is the clearest.
+            cause = error.__cause__
+            message = str(cause) if isinstance(cause, PlanningError) else str(error)
+            spec = getattr(error, "spec", None)
+            if spec is not None:  # "tensor 4" counts within one plan() call: name it instead
+                shape = "x".join(str(size) for size in spec.shape)
+                message = _TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
+            raise CliError(
+                f"planning failed: {_one_line(message)}", EXIT_PLANNING_FAILED
+            ) from error
+        compare = None
+        if upstream_edge is not None:
+            from executorch.backends.cadence.aot.memory_planning import (
+                CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
+            )
+
+            progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
+            theirs = lower_and_plan(
+                upstream_edge, UpstreamCadenceMemoryPlanning, *planning_options, "upstream Python"
+            )
+
+            def compare() -> bool:
+                same = print_comparison(
+                    ours.table,
+                    theirs.table,
+                    ours.timings["placer (C++ core)"],
+                    theirs.timings["placer (upstream Python)"],
+                    "upstream's CadenceMemoryPlanning",
+                )
+                same_bytes = theirs.program.buffer == ours.program.buffer
+                print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
+                return same and same_bytes
+
+    return ours.program, ours.table, ours.node_names, ours.timings, compare
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _run_plan(arguments: argparse.Namespace) -> int:
+    if arguments.list_models:
+        for name, description in BUILTIN_INPUTS.items():
+            print(f"{name:<16}{description}")
+        return 0
+    progress = Progress(arguments.quiet)
+    label, kind, path = _resolve_input(arguments.input)
+    memories = _memories(arguments)
+    _check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
+    _check_output(arguments.out, "--out", (".json", ".csv"))
+    _check_output(arguments.pte, "--pte", (".pte",))
+    if arguments.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError(f"--plot needs matplotlib: {PLOT_EXTRA_HINT}")
+    if arguments.input is None and not _model_stack_installed():
+        # A numpy-only install still gets a demo from the bare command.
+        progress("torch/executorch not installed: planning the synthetic graph instead")
+        label, kind = "synthetic", "arrays"
+    is_model = kind in ("model", "archive")
+    if arguments.pte and not is_model:
+        raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
+    algorithm = arguments.algo
+
+    program = None
+    node_names: list[str] | None = None
+    compare: Callable[[], bool] | None = None
+    if is_model:
+        program, table, node_names, timings, compare = _plan_model(
+            arguments, label, path, memories, progress
+        )
+    else:
+        if kind == "csv":
+            progress(f"reading {path}")
+            try:
+                instance = read_minimalloc_csv(path)  # type: ignore[arg-type]
+            except (OSError, ValueError, UnicodeDecodeError) as error:
+                raise CliError(f"cannot read MiniMalloc CSV: {_one_line(str(error))}") from error
+            labels: list[str] = instance.ids.tolist()
+            starts, ends, sizes = instance.starts, instance.ends, instance.sizes
+        else:
+            graph = synthetic_graph(SYNTHETIC_SIZES[label])
+            labels = [f"t{index}" for index in range(len(graph.sizes))]
+            starts, ends, sizes = graph
+        progress(f"planning {len(labels):,} tensors")
+        table, seconds = _plan_arrays(
+            labels, starts, ends, sizes, memories, algorithm, in_file_terms=kind == "csv"
+        )
+        timings = {"placer (C++ core)": seconds}
+        if arguments.compare:
+            from .. import reference
+
+            progress("planning again with cadence_memplan.reference (--compare)")
+            theirs, their_seconds = _plan_arrays(
+                labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
+            )
+
+            def compare() -> bool:
+                return print_comparison(
+                    table, theirs, seconds, their_seconds, "cadence_memplan.reference"
+                )
+
+    print_report(label, table, memories, algorithm, timings, node_names)
+    same = compare() if compare is not None else True
+    # Tensors inside another's storage on purpose are left out; no other pair may collide.
+    own = ~table.shares_storage
+    problem = validate(
+        table.starts[own],
+        table.ends[own],
+        table.sizes[own],
+        table.mem_ids[own],
+        table.offsets[own],
+        [memory.size for memory in memories],
+        [memory.alignment for memory in memories],
+    )
+    if problem is not None and kind == "csv":
+        problem = _in_file_terms(problem, table.labels)  # type: ignore[arg-type]
+    print(f"plan check: {problem or 'valid'}")
+
+    try:
+        if arguments.out:
+            write_plan(arguments.out, table, memories, algorithm)
+            print(f"wrote plan: {arguments.out}")
+        if arguments.pte:
+            assert program is not None  # --pte was refused above for inputs that are not models
+            Path(arguments.pte).write_bytes(program.buffer)
+            print(
+                f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
+                " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
+            )
+        if arguments.plot:
+            from .plot import plot_memory_map
+
+            progress(f"drawing {arguments.plot}")
+            node_count = len(node_names) if node_names else None
+            plot_memory_map(arguments.plot, table, memories, f"{label} ({algorithm})", node_count)
+            print(f"wrote memory map: {arguments.plot}")
+    except OSError as error:
+        raise CliError(
+            f"cannot write {error.filename}: {error.strerror or error}", EXIT_PLANNING_FAILED
+        ) from error
+    progress("done")
+    if problem is not None:
+        raise CliError(f"the plan is invalid: {problem}", EXIT_PLANNING_FAILED)
+    if not same:
+        raise CliError("placements differ from the comparison placer", EXIT_PLANNING_FAILED)
+    return 0
+
+
+def _stdout_closed() -> int:
+    """The reader went away (``| head``): stop quietly, as a command killed by SIGPIPE would.
+
+    stdout is pointed at devnull so that Python's own flush at exit cannot fail again.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
+    arguments_list = list(sys.argv[1:] if argv is None else argv)
+    if arguments_list[:1] not in (["plan"], ["-h"], ["--help"], ["--version"]):
+        # `cadence-memplan` alone, or with an input or plan options: plan is the default.
+        arguments_list.insert(0, "plan")
+    parser = _build_parser()
+    try:
+        arguments = parser.parse_args(arguments_list)
+    except BrokenPipeError:  # --help | head
+        return _stdout_closed()
+    debug = arguments.debug
+    try:
+        status = _run_plan(arguments)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
+    except CliError as error:
+        if debug:
+            raise
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        if debug:
+            raise
+        print(
+            f"{PROG}: error: {type(error).__name__}: {_one_line(str(error)).split('; ')[0]}"
+            " (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_PLANNING_FAILED

@@ -1,0 +1,121 @@
+"""The model zoo: the built-in inputs of the command line, also planned by the tests
+(tests/test_end_to_end.py, tests/test_reports.py) and the benchmarks (bench/workloads.py).
+
+Models need torch, imported when one is built; the synthetic graphs need numpy only.
+Every model is built with ``torch.manual_seed(0)``, in eval mode, with its example inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["BUILTIN_INPUTS", "DEFAULT_INPUT", "MODELS", "SYNTHETIC_SIZES", "build_model"]
+
+# name -> what it is; each takes the options of its builder below.
+MODELS: dict[str, str] = {
+    "encoder": "transformer encoder, 2 layers, width 128, 64 tokens (the default)",
+    "cnn": "CNN with a channel concat and slices (Cadence places them in place), 32x32 images",
+    "depthwise-cnn": "depthwise, pointwise and transposed convolutions on 8x8 images",
+    "mlp": "3-layer perceptron, 32 -> 64 -> 48 -> 10",
+}
+SYNTHETIC_SIZES: dict[str, int] = {"synthetic": 10_000, "synthetic-100k": 100_000}
+BUILTIN_INPUTS: dict[str, str] = {
+    **MODELS,
+    **{
+        name: f"synthetic graph of {n:,} tensors (numpy only)"
+        for name, n in SYNTHETIC_SIZES.items()
+    },
+}
+DEFAULT_INPUT = "encoder"
+
+Built = tuple["torch.nn.Module", tuple["torch.Tensor", ...]]
+
+
+def _encoder(
+    layers: int = 2, width: int = 128, tokens: int = 64, heads: int = 4, feedforward: int = 0
+) -> Built:
+    import torch
+
+    layer = torch.nn.TransformerEncoderLayer(
+        width, nhead=heads, dim_feedforward=feedforward or 2 * width, dropout=0.0,
+        batch_first=True,
+    )  # fmt: skip
+    model = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+    return model, (torch.randn(1, tokens, width),)
+
+
+def _cnn(image: int = 32) -> Built:
+    import torch
+
+    class CatAndSliceCnn(torch.nn.Module):
+        """Concatenation and slicing along the outermost dims, so Cadence's cat and slice
+        nops place tensors inside others (relative placements) in DEFAULT mode."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.left = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.right = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.mix = torch.nn.Conv2d(16, 8, 1)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            both = torch.cat([torch.relu(self.left(x)), torch.relu(self.right(x))], dim=1)
+            mixed = self.mix(both)
+            return mixed[:, :4] + mixed[:, 4:], torch.cat([mixed, mixed], dim=0)[1:2]
+
+    return CatAndSliceCnn(), (torch.randn(1, 3, image, image),)
+
+
+def _depthwise_cnn(image: int = 8) -> Built:
+    import torch
+
+    class DepthwiseAndTransposedCnn(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.pointwise = torch.nn.Conv2d(8, 16, 1)
+            self.upsample = torch.nn.ConvTranspose2d(16, 4, 2, stride=2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            result: torch.Tensor = self.upsample(
+                torch.relu(self.pointwise(torch.relu(self.depthwise(x))))
+            )
+            return result
+
+    return DepthwiseAndTransposedCnn(), (torch.randn(1, 8, image, image),)
+
+
+def _mlp(batch: int = 4) -> Built:
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 48),
+        torch.nn.ReLU(),
+        torch.nn.Linear(48, 10),
+    )
+    return model, (torch.randn(batch, 32),)
+
+
+_BUILDERS: dict[str, Callable[..., Built]] = {
+    "encoder": _encoder,
+    "cnn": _cnn,
+    "depthwise-cnn": _depthwise_cnn,
+    "mlp": _mlp,
+}
+
+
+def build_model(name: str, **options: Any) -> Built:
+    """``(model in eval mode, example inputs)`` for a name in :data:`MODELS`; ``options``
+    go to its builder (e.g. ``build_model("encoder", layers=1, width=32, tokens=8)``)."""
+    import torch
+
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+    torch.manual_seed(0)  # random init weights and inputs, the same every run
+    model, inputs = _BUILDERS[name](**options)
+    return model.eval(), inputs

@@ -1,0 +1,145 @@
+"""Lower an exported program with a memory-planning pass, timed, and read back its plan.
+
+Used by the command line and by bench/transformer_to_executorch.py: :class:`TimedPlanning`
+wraps a ``CadenceMemoryPlanning`` (ours or upstream's) and times its placer and the whole
+pass; :func:`lower_and_plan` runs ``to_executorch`` with it and returns the program and
+the plan as a :class:`~cadence_memplan.stats.TensorTable`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from executorch.backends.cadence.aot.pass_utils import CompileMode
+from executorch.backends.cadence.aot.utils import MemoryConfig
+from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, ExecutorchProgramManager
+from executorch.exir.memory_planning import collect_specs_from_nodes
+from executorch.exir.tensor import TensorSpec
+
+from .._types import ALGORITHMS
+from ..io.memories import Memory
+from ..stats import TensorTable, storage_sharing_spec_ids
+
+__all__ = ["LoweredPlan", "TimedPlanning", "lower_and_plan", "memory_config", "program_table"]
+
+
+class TimedPlanning:
+    """Wraps a ``CadenceMemoryPlanning`` pass: times its placer's ``plan()`` calls and the
+    whole pass (constraints, exir's MemoryPlanningPass, SimplifyIdmaOpsPass)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.placer_seconds = 0.0
+        self.pass_seconds = 0.0
+        plan = inner.algo.plan
+
+        def timed_plan(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return plan(*args, **kwargs)
+            finally:
+                self.placer_seconds += time.perf_counter() - began
+
+        inner.algo.plan = timed_plan
+
+    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> Any:
+        began = time.perf_counter()
+        try:
+            return self.inner.run(graph_module, graph_signature)
+        finally:
+            self.pass_seconds += time.perf_counter() - began
+
+
+def memory_config(memories: Sequence[Memory]) -> MemoryConfig:
+    """Upstream's ``MemoryConfig`` for a hierarchy, names and base addresses included."""
+    bases = [memory.base_address for memory in memories]
+    return MemoryConfig(
+        [memory.size for memory in memories],
+        memory_alignments=[memory.alignment for memory in memories],
+        memory_names=[memory.name for memory in memories],
+        base_addrs=None if None in bases else bases,
+    )
+
+
+@dataclass
+class LoweredPlan:
+    program: ExecutorchProgramManager
+    table: TensorTable
+    node_names: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def program_table(
+    program: ExecutorchProgramManager, alloc_inputs: bool, alloc_outputs: bool
+) -> tuple[TensorTable, list[str]]:
+    """The planned specs as a table labelled by node name (``name[i]`` for the i-th output
+    of a multi-output node), and the graph's node names (index = node index)."""
+    exported = program.exported_program()
+    nodes = list(exported.graph_module.graph.nodes)
+    spec_names: dict[int, str] = {}
+    for node in nodes:
+        specs = node.meta.get("spec")
+        several = isinstance(specs, (list, tuple))
+        for index, spec in enumerate(specs if several else [specs]):
+            if isinstance(spec, TensorSpec):
+                spec_names.setdefault(id(spec), f"{node.name}[{index}]" if several else node.name)
+    # The selection upstream's placer and reports use: graph inputs/outputs as configured,
+    # constants left out, each spec once, in node order.
+    specs = [
+        spec
+        for spec in collect_specs_from_nodes(
+            nodes,
+            exported.graph_signature,
+            ignore_graph_input=not alloc_inputs,
+            ignore_graph_output=not alloc_outputs,
+        )
+        if spec.mem_id is not None and spec.mem_offset is not None
+    ]
+    shared = storage_sharing_spec_ids(exported.graph_module)
+    table = TensorTable(
+        labels=[spec_names.get(id(spec), "?") for spec in specs],
+        mem_ids=np.array([spec.mem_id for spec in specs], dtype=np.int64),
+        offsets=np.array([spec.mem_offset for spec in specs], dtype=np.int64),
+        sizes=np.array([spec.allocated_memory for spec in specs], dtype=np.int64),
+        starts=np.array([spec.lifetime[0] for spec in specs], dtype=np.int64),
+        ends=np.array([spec.lifetime[1] for spec in specs], dtype=np.int64),
+        shares_storage=np.array([id(spec) in shared for spec in specs], dtype=bool),
+    )
+    return table, [node.name for node in nodes]
+
+
+def lower_and_plan(
+    edge: EdgeProgramManager,
+    planning_class: type,
+    memories: Sequence[Memory],
+    algorithm: str,
+    alloc_inputs: bool = True,
+    alloc_outputs: bool = True,
+    who: str = "C++ core",
+) -> LoweredPlan:
+    """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
+    ``CadenceMemoryPlanning``) as the memory-planning pass; raises what the pass raises."""
+    planning = TimedPlanning(
+        planning_class(
+            memory_config(memories),
+            CompileMode.DEFAULT,
+            ALGORITHMS.index(algorithm),
+            alloc_graph_input=alloc_inputs,
+            alloc_graph_output=alloc_outputs,
+        )
+    )
+    began = time.perf_counter()
+    program = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    total_seconds = time.perf_counter() - began
+    table, node_names = program_table(program, alloc_inputs, alloc_outputs)
+    timings = {
+        f"placer ({who})": planning.placer_seconds,
+        "memory-planning pass": planning.pass_seconds,
+        "whole to_executorch": total_seconds,
+    }
+    return LoweredPlan(program, table, node_names, timings)

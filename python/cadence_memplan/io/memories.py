@@ -1,0 +1,183 @@
+"""Memory hierarchies from the command line (``--memory``) and from config files.
+
+``--memory`` lists memories fastest first, each ``[NAME=]SIZE:ALIGNMENT``::
+
+    fast=256KiB:16,near=4MiB:64,far=1GiB:64     (the default)
+    256KiB:16,4MiB:64                           (named by id: "1", "2")
+
+Config files (``--memory-config``), JSON or TOML, say the same with base addresses::
+
+    {"memories": [
+        {"name": "dtcm", "size": "256KiB", "alignment": 16, "base_address": "0x10000000"},
+        {"name": "sram", "size": 4194304, "alignment": 64},
+        {"name": "dram", "size": "1GiB", "alignment": 64, "base_address": 2147483648}
+    ]}
+
+    # TOML
+    [[memories]]
+    name = "dtcm"
+    size = "256KiB"
+    alignment = 16
+    base_address = "0x10000000"
+
+``size`` (required) and ``alignment`` (default 1, as upstream's ``MemoryConfig``) are
+integers or strings with a unit (B, KiB, MiB, GiB, TiB); ``base_address`` is an integer or
+a ``0x`` string and is only printed. Everywhere, a memory without a name is named by its
+id (1 = fastest). Errors are ValueError naming the option or file and the memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._validation import MAX_BYTE_VALUE, check_memories, is_integer
+
+__all__ = [
+    "DEFAULT_MEMORY_SPEC",
+    "Memory",
+    "parse_memory_spec",
+    "parse_size",
+    "read_memory_config",
+]
+
+DEFAULT_MEMORY_SPEC = "fast=256KiB:16,near=4MiB:64,far=1GiB:64"
+
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_SIZE = re.compile(r"\s*([0-9]+)\s*([A-Za-z]*)\s*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory of the hierarchy; its id is its 1-based position, fastest first."""
+
+    name: str
+    size: int
+    alignment: int
+    base_address: int | None = None
+
+
+def parse_size(text: str | int, what: str) -> int:
+    """``256KiB`` -> 262144; units B, KiB, MiB, GiB, TiB (any case) or none; 1..2^62."""
+    if is_integer(text):
+        value = int(text)
+    elif (
+        isinstance(text, str)
+        and (match := _SIZE.fullmatch(text))
+        and (match.group(2).lower() in _UNITS)
+    ):
+        value = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    else:
+        raise ValueError(
+            f"{what}: {text!r} is not a size (an integer with an optional unit"
+            " B, KiB, MiB, GiB or TiB, e.g. 256KiB)"
+        )
+    if not 1 <= value <= MAX_BYTE_VALUE:
+        raise ValueError(f"{what}: {text!r} is outside 1 B .. 4 EiB (2^62 bytes)")
+    return value
+
+
+def _checked(memories: list[Memory], where: str) -> list[Memory]:
+    check_memories(
+        [memory.size for memory in memories], [memory.alignment for memory in memories], where
+    )
+    names = [memory.name for memory in memories]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"{where}: the name {name!r} is given to two memories")
+    return memories
+
+
+def parse_memory_spec(spec: str) -> list[Memory]:
+    """``"fast=256KiB:16,4MiB:64"`` -> memories ``fast`` and ``2``, fastest first."""
+    if not spec.strip():
+        raise ValueError(
+            f"--memory: empty; expected [NAME=]SIZE:ALIGNMENT,... e.g. {DEFAULT_MEMORY_SPEC}"
+        )
+    memories = []
+    for mem_id, item in enumerate(spec.split(","), start=1):
+        name, equals, size_and_alignment = item.strip().rpartition("=")
+        parts = size_and_alignment.split(":")
+        if len(parts) != 2 or (equals and not _NAME.fullmatch(name)):
+            raise ValueError(
+                f"--memory: {item.strip()!r} is not [NAME=]SIZE:ALIGNMENT"
+                f" (e.g. {DEFAULT_MEMORY_SPEC})"
+            )
+        size = parse_size(parts[0], f"--memory: memory {mem_id} size")
+        alignment = parse_size(parts[1], f"--memory: memory {mem_id} alignment")
+        memories.append(Memory(name or str(mem_id), size, alignment))
+    return _checked(memories, "--memory")
+
+
+def _parse_address(value: object, what: str) -> int:
+    address = -1
+    if isinstance(value, int) and not isinstance(value, bool):
+        address = value
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            address = int(value, 0)  # 0x..., 0o..., decimal
+    if address < 0:
+        raise ValueError(f"{what}: {value!r} is not a non-negative integer or 0x... string")
+    return address
+
+
+def read_memory_config(path: str | os.PathLike[str]) -> list[Memory]:
+    """Memories from a JSON or TOML file (schema in this module's docstring)."""
+    path = Path(path)
+    where = f"--memory-config {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"{where}: cannot read: {error.strerror or error}") from error
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise ValueError(f"{where}: expected a .json or .toml file")
+    try:
+        if suffix == ".toml":
+            try:
+                import tomllib
+            except ImportError as error:  # Python 3.10
+                raise ValueError(f"{where}: TOML needs Python 3.11 or newer; use JSON") from error
+
+            document: object = tomllib.loads(text)
+        else:
+            document = json.loads(text)
+    except ValueError as error:  # json.JSONDecodeError and tomllib.TOMLDecodeError
+        if str(error).startswith(where):
+            raise
+        raise ValueError(f"{where}: not valid {suffix[1:].upper()}: {error}") from error
+    entries = document.get("memories") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: expected a top-level 'memories' list")  # noqa: TRY004
+    memories = []
+    for mem_id, entry in enumerate(entries, start=1):
+        what = f"{where}: memory {mem_id}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{what}: expected a table/object, got {entry!r}")  # noqa: TRY004
+        # Unknown keys are rejected so a typo ("alignement") is not silently ignored.
+        unknown = set(entry) - {"name", "size", "alignment", "base_address"}
+        if unknown:
+            raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}")
+        if "size" not in entry:
+            raise ValueError(f"{what}: 'size' is required")
+        base = entry.get("base_address")
+        memories.append(
+            Memory(
+                name=str(entry.get("name", mem_id)),
+                size=parse_size(entry["size"], f"{what} size"),
+                alignment=parse_size(entry.get("alignment", 1), f"{what} alignment"),
+                base_address=None if base is None else _parse_address(base, f"{what} base"),
+            )
+        )
+    return _checked(memories, where)
+
+
+def memory_lists(memories: Sequence[Memory]) -> tuple[list[int], list[int]]:
+    """(sizes, alignments), as the array API and ``MemoryConfig`` take them."""
+    return [memory.size for memory in memories], [memory.alignment for memory in memories]

@@ -1,0 +1,132 @@
+"""Read buffer-placement problems in MiniMalloc's CSV format (github.com/google/minimalloc).
+
+A file has a header naming the columns ``id,lower,upper,size`` (in any order; other columns,
+such as a solution's ``offset``, are ignored) and one buffer per row. A buffer is alive over
+the HALF-OPEN interval ``[lower, upper)``; ExecuTorch lifetimes are inclusive, so buffer
+``[lower, upper)`` becomes ``start = lower, end = upper - 1``. Sizes are bytes.
+
+What is rejected, with the file, line and column in the message (ValueError):
+
+* a missing header or a header without one of the four columns, a repeated column;
+* a row with a different number of fields from the header;
+* a lower, upper or size that is not a plain decimal integer (``12``, ``+12``; not ``12.0``,
+  ``1e3`` or ``1_000``);
+* a negative ``lower`` or ``size`` (zero-size buffers are fine: they overlap nothing);
+* ``upper <= lower``: MiniMalloc's buffers live for at least one step, and an empty
+  half-open interval has no inclusive ``[start, end]`` with ``start >= 0`` to map to;
+* an empty or repeated ``id``: ids name buffers in results, so they must be unique.
+
+Blank lines are skipped. Ids are kept as the strings the file has (``"b1"``, ``"4093"``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .._validation import check_int64
+
+__all__ = ["MinimallocInstance", "capacity_from_filename", "read_minimalloc_csv"]
+
+REQUIRED_COLUMNS = ("id", "lower", "upper", "size")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class MinimallocInstance(NamedTuple):
+    """The buffers of one file, in file order, with ExecuTorch's inclusive lifetimes.
+
+    ``starts, ends, sizes`` are int64 and go straight into :func:`cadence_memplan.plan`
+    (``plan(*instance[1:], ...)``); ``ids`` is a numpy array of the file's id strings.
+    """
+
+    ids: npt.NDArray[np.str_]
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+
+
+def capacity_from_filename(path: str | os.PathLike[str]) -> int | None:
+    """The memory capacity MiniMalloc's benchmark files carry in their name, e.g. 1048576 for
+    ``A.1048576.csv``; None when the name has no such number."""
+    parts = Path(path).name.split(".")
+    if len(parts) >= 3 and parts[-2].isdigit():
+        return int(parts[-2])
+    return None
+
+
+def read_minimalloc_csv(path: str | os.PathLike[str]) -> MinimallocInstance:
+    """Read a MiniMalloc CSV file; raise ValueError naming the line for a malformed one."""
+    ids: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    sizes: list[int] = []
+    with open(path, newline="", encoding="utf-8") as file:
+        rows = csv.reader(file)
+        header = next((row for row in rows if row), None)
+        if header is None:
+            raise ValueError(
+                f"{path}: empty file, expected the header {','.join(REQUIRED_COLUMNS)}"
+            )
+        names = [name.strip() for name in header]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"{path}:{rows.line_num}: column {name!r} appears twice")
+        missing = [name for name in REQUIRED_COLUMNS if name not in names]
+        if missing:
+            raise ValueError(
+                f"{path}:{rows.line_num}: header {header} lacks the column(s) {missing};"
+                f" expected {','.join(REQUIRED_COLUMNS)}"
+            )
+        id_at, lower_at, upper_at, size_at = (names.index(name) for name in REQUIRED_COLUMNS)
+        seen_ids: set[str] = set()
+
+        def integer(row: list[str], column: int) -> int:
+            text = row[column].strip()
+            if not _INTEGER.fullmatch(text):
+                raise ValueError(
+                    f"{path}:{rows.line_num}: {names[column]} is {row[column]!r}, not an integer"
+                )
+            return check_int64(int(text), f"{path}:{rows.line_num}: {names[column]}")
+
+        for row in rows:
+            if not row:
+                continue
+            where = f"{path}:{rows.line_num}"
+            if len(row) != len(names):
+                raise ValueError(f"{where}: {len(row)} fields, the header has {len(names)}")
+            buffer_id = row[id_at].strip()
+            if not buffer_id:
+                raise ValueError(f"{where}: empty id")
+            if buffer_id in seen_ids:
+                raise ValueError(f"{where}: id {buffer_id!r} appears twice")
+            seen_ids.add(buffer_id)
+            lower, upper, size = (
+                integer(row, lower_at),
+                integer(row, upper_at),
+                integer(row, size_at),
+            )
+            if lower < 0:
+                raise ValueError(f"{where}: buffer {buffer_id!r} has a negative lower {lower}")
+            if upper <= lower:
+                raise ValueError(
+                    f"{where}: buffer {buffer_id!r} has upper {upper} <= lower {lower};"
+                    " the lifetime [lower, upper) must hold at least one step"
+                )
+            if size < 0:
+                raise ValueError(f"{where}: buffer {buffer_id!r} has a negative size {size}")
+            ids.append(buffer_id)
+            starts.append(lower)
+            ends.append(upper - 1)  # half-open [lower, upper) -> inclusive [lower, upper - 1]
+            sizes.append(size)
+    return MinimallocInstance(
+        ids=np.array(ids, dtype=np.str_),
+        starts=np.array(starts, dtype=np.int64),
+        ends=np.array(ends, dtype=np.int64),
+        sizes=np.array(sizes, dtype=np.int64),
+    )

@@ -1,0 +1,223 @@
+"""Memory-use figures of a finished plan, on numpy arrays; and which tensors share storage.
+
+Shared by the reports on TensorSpecs (:mod:`cadence_memplan.executorch.reports`), the
+command line (which also works on MiniMalloc instances with numpy alone) and the array
+API's failure message. Lifetimes are inclusive ``[start, end]``; one with start > end is
+never alive. Nothing here imports torch or executorch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "MemoryStats",
+    "TensorTable",
+    "format_bytes",
+    "memory_stats",
+    "overall_peak",
+    "peak_live_bytes",
+    "peak_live_bytes_per_memory",
+    "peak_usage_over_time",
+    "peak_usage_per_memory",
+    "storage_sharing_spec_ids",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+
+def format_bytes(count: int) -> str:
+    """``9216`` -> ``"9.0 KiB"``: binary units, one decimal; below 1 KiB in bytes."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(count) >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+# --------------------------------------------------------------------------- shares storage
+#
+# The one definition of "shares storage on purpose". Cadence's memory constraints
+# (executorch/backends/cadence/aot/memory_constraints.py) place these ops' tensors inside
+# another tensor's storage: a slice/select nop's output, an idma_wait's output and a
+# memory.view's output lie inside their input; a cat nop's inputs lie inside its output.
+# Such a tensor overlaps its source by design, so the validator and the peak-live lower
+# bound leave it out (counting it would count the same bytes twice).
+_OUTPUT_INSIDE_INPUT = frozenset(
+    {
+        "aten._slice_copy_nop.Tensor_out",
+        "aten._select_copy_nop.int_out",
+        "cadence.idma_wait.out",
+        "executorch.exir.memory.view",
+    }
+)
+_INPUTS_INSIDE_OUTPUT = frozenset({"aten._cat_nop.out"})
+
+
+def _op_name(target: object) -> str:
+    if inspect.isfunction(target):  # memory.view and other plain Python ops
+        return f"{target.__module__}.{target.__qualname__}"
+    return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
+
+
+def storage_sharing_spec_ids(graph_module: object) -> set[int]:
+    """``id()`` of every TensorSpec in a planned graph that lies inside another's storage.
+
+    Reads only ``graph_module.graph.nodes`` (op, target, args, meta["spec"]).
+    """
+    shared: set[int] = set()
+    for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
+        if node.op != "call_function":
+            continue
+        name = _op_name(node.target)
+        if name in _OUTPUT_INSIDE_INPUT:
+            shared.add(id(node.meta.get("spec")))
+        elif name in _INPUTS_INSIDE_OUTPUT:
+            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
+            shared.update(id(arg.meta.get("spec")) for arg in inputs)
+    return shared
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass
+class TensorTable:
+    """One row per planned tensor: where it is, how big, when alive, what it is called.
+
+    ``labels`` name the rows in messages and plan files (node names, CSV ids, or the
+    TensorSpecs themselves). ``shares_storage`` marks rows that lie inside another row's
+    storage on purpose (:func:`storage_sharing_spec_ids`): plotted and written, left out
+    of the validator and the peak-live lower bound. A lifetime that is not known is stored
+    as the empty ``[0, -1]``, which is never alive.
+    """
+
+    labels: Sequence[object]
+    mem_ids: IntArray
+    offsets: IntArray
+    sizes: IntArray
+    starts: IntArray
+    ends: IntArray
+    shares_storage: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+
+    def __post_init__(self) -> None:
+        for name in ("mem_ids", "offsets", "sizes", "starts", "ends"):
+            setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+        if len(self.shares_storage) != len(self.sizes):
+            self.shares_storage = np.zeros(len(self.sizes), dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> TensorTable:
+        return TensorTable(
+            labels=[label for label, kept in zip(self.labels, keep.tolist(), strict=True) if kept],
+            mem_ids=self.mem_ids[keep],
+            offsets=self.offsets[keep],
+            sizes=self.sizes[keep],
+            starts=self.starts[keep],
+            ends=self.ends[keep],
+            shares_storage=self.shares_storage[keep],
+        )
+
+    def same_plan(self, other: TensorTable) -> bool:
+        return list(self.labels) == list(other.labels) and all(
+            np.array_equal(getattr(self, column), getattr(other, column))
+            for column in ("mem_ids", "offsets", "sizes", "starts", "ends")
+        )
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def peak_usage_per_memory(
+    mem_ids: IntArray, offsets: IntArray, sizes: IntArray, memory_count: int
+) -> IntArray:
+    """Index m = 1..memory_count: the end of the last byte used in memory m (index 0 unused)."""
+    usage = np.zeros(memory_count + 1, dtype=np.int64)
+    np.maximum.at(usage, mem_ids, offsets + sizes)
+    return usage
+
+
+def peak_live_bytes_per_memory(
+    mem_ids: IntArray, sizes: IntArray, starts: IntArray, ends: IntArray, memory_count: int
+) -> IntArray:
+    """Index m = 1..memory_count: the most bytes alive at one node among memory m's tensors.
+
+    No placement of those tensors in that memory can use fewer bytes: a lower bound to hold
+    the memory's peak usage against.
+    """
+    alive = starts <= ends
+    ids, alive_sizes = mem_ids[alive], sizes[alive]
+    # A tensor adds its size when it starts and takes it away one node after it ends.
+    # Sorted by memory, then time, removals first at equal times, every prefix sum is a real
+    # moment's live bytes; each memory's events sum to zero, so one running sum serves all.
+    event_ids = np.concatenate([ids, ids])
+    event_times = np.concatenate([starts[alive], ends[alive] + 1])
+    event_bytes = np.concatenate([alive_sizes, -alive_sizes])
+    order = np.lexsort((event_bytes, event_times, event_ids))
+    peaks = np.zeros(memory_count + 1, dtype=np.int64)
+    np.maximum.at(peaks, event_ids[order], np.cumsum(event_bytes[order]))
+    return peaks
+
+
+def peak_live_bytes(starts: IntArray, ends: IntArray, sizes: IntArray) -> int:
+    """The most bytes alive at one node among all the tensors: no hierarchy whose memories
+    hold fewer bytes in all can place them."""
+    ids = np.ones(len(sizes), dtype=np.int64)
+    return int(peak_live_bytes_per_memory(ids, sizes, starts, ends, 1)[1])
+
+
+def peak_usage_over_time(
+    sizes: IntArray, starts: IntArray, ends: IntArray, node_count: int
+) -> tuple[int, int]:
+    """The most bytes alive at one node across all memories, and the first such node.
+
+    Node indices are ``0..node_count-1``; upstream's ``find_peak_memory_usage`` arithmetic.
+    """
+    alive = starts <= ends
+    changes = np.zeros(node_count + 1, dtype=np.int64)
+    np.add.at(changes, starts[alive], sizes[alive])
+    np.subtract.at(changes, ends[alive] + 1, sizes[alive])
+    usage = np.cumsum(changes)
+    peak_node = int(np.argmax(usage))  # The first maximum, as upstream's list.index.
+    return int(usage[peak_node]), peak_node
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    peak_usage: int  # end of the highest byte in use (upstream's "peak memory usage")
+    peak_live_bytes: int  # most bytes alive at once in this memory: a lower bound on any plan
+    tensor_count: int
+
+
+def memory_stats(table: TensorTable, memory_count: int) -> list[MemoryStats]:
+    """Per memory id 1..memory_count: peak usage, peak-live lower bound, tensors placed.
+
+    Rows that share storage on purpose leave the lower bound alone.
+    """
+    usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)
+    own = ~table.shares_storage
+    live = peak_live_bytes_per_memory(
+        table.mem_ids[own], table.sizes[own], table.starts[own], table.ends[own], memory_count
+    )
+    counts = np.bincount(table.mem_ids, minlength=memory_count + 1)
+    return [
+        MemoryStats(int(usage[m]), int(live[m]), int(counts[m])) for m in range(1, memory_count + 1)
+    ]
+
+
+def overall_peak(table: TensorTable, node_count: int | None = None) -> tuple[int, int]:
+    """(most bytes alive at one node across all memories, first node where that happens).
+
+    Every row counts, as in upstream's ``find_peak_memory_usage``.
+    """
+    alive = table.starts <= table.ends
+    if not alive.any():
+        return 0, 0
+    nodes = node_count or int(table.ends[alive].max()) + 1
+    return peak_usage_over_time(table.sizes, table.starts, table.ends, nodes)
