@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/best.h"
 #include "core/planner.h"
 #include "core/validator.h"
 
@@ -106,14 +107,14 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
                const Int64Array& placed_starts, const Int64Array& placed_ends,
                const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
-               bool keep_incoming_offset, const std::string& occupancy) {
-  cm::Algorithm algo;
-  if (algorithm == "position") {
-    algo = cm::Algorithm::kPositionBasedGreedy;
-  } else if (algorithm == "heuristic") {
+               bool keep_incoming_offset, const std::string& occupancy, double budget_ms) {
+  cm::Algorithm algo = cm::Algorithm::kPositionBasedGreedy;
+  const bool best = algorithm == "best";
+  if (algorithm == "heuristic") {
     algo = cm::Algorithm::kGreedyByHeuristic;
-  } else {
-    throw cm::InvalidInput("algorithm must be 'position' or 'heuristic', got '" + algorithm + "'");
+  } else if (algorithm != "position" && !best) {
+    throw cm::InvalidInput("algorithm must be 'position', 'heuristic' or 'best', got '" +
+                           algorithm + "'");
   }
   cm::PlanRequest request;
   request.occupancy = ToOccupancy(occupancy);
@@ -147,9 +148,20 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
     return PyErr_CheckSignals() != 0;
   };
   cm::PlanResult result;
+  std::string strategy;  // How "best" found its plan; empty for the upstream placers.
   try {
     py::gil_scoped_release release;
-    result = cm::Plan(request, algo);
+    if (best) {
+      cm::BestOptions options;
+      options.budget_ms = budget_ms;
+      cm::BestResult found = cm::PlanBest(request, options);
+      result = std::move(found.plan);
+      strategy = std::string(found.algorithm == cm::Algorithm::kPositionBasedGreedy ? "position"
+                                                                                    : "heuristic") +
+                 " placer, tensors ordered by " + found.order;
+    } else {
+      result = cm::Plan(request, algo);
+    }
   } catch (const cm::Interrupted&) {
     throw py::error_already_set();
   }
@@ -164,7 +176,7 @@ py::tuple Plan(const std::string& algorithm, const Int64Array& starts, const Int
   for (auto& order : result.memory_order) memory_order.append(ToArray(std::move(order)));
   return py::make_tuple(ToArray(std::move(mem_ids)), ToArray(std::move(offsets)),
                         ToArray(std::move(result.bufsizes)), memory_order,
-                        OccupancyName(result.occupancy));
+                        OccupancyName(result.occupancy), strategy);
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -211,8 +223,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
-        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"),
-        py::arg("occupancy") = "auto");
+        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy") = "auto",
+        py::arg("budget_ms") = 1000.0);
   m.def("validate", &Validate, py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

@@ -89,7 +89,7 @@ BAD_INPUTS = [
         "number of memories must be in 1..63",
     ),
     ({"memory_sizes": [64] * 64, "memory_alignments": [1] * 64}, ValueError, "1..63, got 64"),
-    ({"algorithm": "best"}, ValueError, "algorithm must be one of"),
+    ({"algorithm": "fastest"}, ValueError, "algorithm must be one of"),
     ({"blocked": np.zeros((3, 3), dtype=bool)}, ValueError, "blocked must have shape"),
     ({"blocked": np.zeros((3, 2), dtype=int)}, TypeError, "blocked must be a boolean array"),
     ({"allowed": [True]}, ValueError, "allowed must have one entry per memory"),

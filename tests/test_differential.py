@@ -1,10 +1,12 @@
 """Differential tests: cadence_memplan's placers against upstream ExecuTorch's Python ones.
 
-Every case builds the same problem twice from scratch, runs upstream's class and ours,
-and requires the same (mem_id, mem_offset) for every tensor, the same bufsizes and the
-same ``state.allocated_buffers`` order; or, where upstream raises, that ours raises
-MemoryPlanningAlgoFailure on the same tensor and changes nothing. Successful plans are
-checked by ``cadence_memplan.validate`` and replayed through the array API.
+Every case builds the same problem from scratch for each run, runs upstream's class and
+ours, and requires the same (mem_id, mem_offset) for every tensor, the same bufsizes and
+the same ``state.allocated_buffers`` order; or, where upstream raises, that ours raises
+MemoryPlanningAlgoFailure on the same tensor and changes nothing. Ours runs once per
+occupancy (the core's four ways to find overlapping tensors, which must all give the
+same plan). Successful plans are checked by ``cadence_memplan.validate`` and replayed
+through the array API.
 """
 
 from __future__ import annotations
@@ -64,15 +66,16 @@ REFERENCE_SEEDS = range(250)
 
 
 def check_matches_upstream(case: Case, algorithm: str, container: str = "list") -> Outcome:
-    """The whole differential check for one case (see the module docstring); returns
-    upstream's outcome."""
+    """The whole differential check for one case (see the module docstring), under every
+    occupancy; returns upstream's outcome."""
     upstream_class, our_class = ALGORITHM_CLASSES[algorithm]
     upstream = run_algorithm(upstream_class, case)
-    ours = run_algorithm(our_class, case, container)
-    assert_same_outcome(upstream, ours, case)
-    if isinstance(ours, Planned):
-        assert_valid_plan(case, ours.after.placements)
-    assert_array_api_agrees(case, algorithm, upstream)
+    for occupancy in cadence_memplan.OCCUPANCIES:
+        ours = run_algorithm(our_class, case, container, occupancy=occupancy)
+        assert_same_outcome(upstream, ours, case)
+        if isinstance(ours, Planned):
+            assert_valid_plan(case, ours.after.placements)
+        assert_array_api_agrees(case, algorithm, upstream, occupancy)
     return upstream
 
 

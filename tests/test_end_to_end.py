@@ -109,6 +109,28 @@ def test_same_program_as_upstream(
         assert {1, 2, 3} <= used, f"the tight config did not spill to memories 2 and 3: {used}"
 
 
+@pytest.mark.parametrize("config_kind", MEMORY_CONFIG_KINDS)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_best_keeps_at_least_as_much_in_fast_memory(
+    lowered: dict[str, EdgeProgramManager], name: str, config_kind: str
+) -> None:
+    """mem_algo=2 (BestOfHierarchy, not upstream's): the program lowers with upstream's
+    constraints, every plan is valid, and memory 1 holds at least as many tensor bytes as
+    with the better of upstream's placers."""
+    memory_config = memory_config_for(config_kind, lowered, name)
+
+    def bytes_in_fast_memory(mem_algo: int) -> int:
+        run = plan_model(
+            edge_program(lowered, name), CadenceMemoryPlanning, memory_config,
+            CompileMode.DEFAULT, mem_algo, True,
+        )  # fmt: skip
+        specs = assert_valid(run.program, memory_config, run.constraints, True)
+        return sum(spec.allocated_memory for spec in specs if spec.mem_id == 1)
+
+    upstream_best = max(bytes_in_fast_memory(mem_algo) for mem_algo in (0, 1))
+    assert bytes_in_fast_memory(2) >= upstream_best
+
+
 @pytest.mark.parametrize("mem_algo", [0, 1], ids=["position", "heuristic"])
 @pytest.mark.parametrize("name", ["cat_slice_cnn", "transformer_encoder"])
 def test_same_program_as_upstream_in_minimal_mode(

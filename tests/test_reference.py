@@ -18,7 +18,7 @@ import cadence_memplan
 from cadence_memplan import reference
 from cadence_memplan.synthetic import synthetic_graph
 
-ALGORITHMS = cadence_memplan.ALGORITHMS
+ALGORITHMS = cadence_memplan.UPSTREAM_ALGORITHMS
 CORE_SEEDS = range(40)
 
 

@@ -133,10 +133,13 @@ class BuiltProblem:
         return -1
 
 
-def build_problem(algo_class: type[MemoryPlanningAlgo], case: Case) -> BuiltProblem:
-    """Fresh specs, state, constraints and algorithm instance for ``case``."""
+def build_problem(
+    algo_class: type[MemoryPlanningAlgo], case: Case, **algo_options: Any
+) -> BuiltProblem:
+    """Fresh specs, state, constraints and algorithm instance for ``case``; ``algo_options``
+    go to the algorithm's constructor (ours take ``occupancy``)."""
     memory_config = make_memory_config(case.memory_sizes, case.memory_alignments)
-    algo = algo_class(memory_config)
+    algo = algo_class(memory_config, **algo_options)
     for mem_id in range(1, case.memory_count + 1):
         algo.memory_id_is_valid[mem_id] = case.allowed_for(mem_id)
     state = MemoryPlanningState(memory_config)
@@ -183,10 +186,10 @@ def wrap_specs(specs: list[TensorSpec], container: str) -> Any:
 
 
 def run_algorithm(
-    algo_class: type[MemoryPlanningAlgo], case: Case, container: str = "list"
+    algo_class: type[MemoryPlanningAlgo], case: Case, container: str = "list", **algo_options: Any
 ) -> Outcome:
     """Run ``algo_class.plan`` on freshly built objects for ``case``."""
-    problem = build_problem(algo_class, case)
+    problem = build_problem(algo_class, case, **algo_options)
     return capture_outcome(
         problem,
         lambda: problem.algo.plan(
@@ -257,14 +260,18 @@ def assert_unchanged(raised: Raised) -> None:
 # --------------------------------------------------------------------------- array API
 
 
-def assert_array_api_agrees(case: Case, algorithm: str, upstream: Outcome) -> None:
+def assert_array_api_agrees(
+    case: Case, algorithm: str, upstream: Outcome, occupancy: str = "auto"
+) -> None:
     """``cadence_memplan.plan`` must give upstream's plan, or fail on the same tensor."""
     if isinstance(upstream, Raised):
         with pytest.raises(cadence_memplan.PlanningError) as raised:
-            plan_with_array_api(case, algorithm)
+            plan_with_array_api(case, algorithm, occupancy=occupancy)
         assert len(case.preplaced) + raised.value.tensor_index == upstream.failing_slot
         return
-    result = plan_with_array_api(case, algorithm)
+    result = plan_with_array_api(case, algorithm, occupancy=occupancy)
+    if occupancy != "auto":
+        assert result.occupancy == occupancy
     planned = upstream.after.placements[len(case.preplaced) :]
     assert result.mem_ids.tolist() == [mem_id for mem_id, _ in planned], f"case={case}"
     assert result.offsets.tolist() == [offset for _, offset in planned], f"case={case}"

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "best_oracle.h"
 #include "planner.h"
 #include "reference_planner.h"
 
@@ -212,6 +213,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::fprintf(stderr, "plan_fuzzer: oracle violated: %s\n", c.problem.c_str());
       std::abort();
     }
+  }
+  // algorithm="best", with a few improvement rounds to keep inputs fast.
+  const BestCheck best = CheckBest(request, 4);
+  if (!best.problem.empty()) {
+    std::fprintf(stderr, "plan_fuzzer: best's oracle violated: %s\n", best.problem.c_str());
+    std::abort();
   }
   return 0;
 }

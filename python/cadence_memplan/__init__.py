@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from ._types import (
     ALGORITHMS,
     OCCUPANCIES,
+    UPSTREAM_ALGORITHMS,
     Algorithm,
     Occupancy,
     PlanningError,
@@ -21,7 +22,11 @@ from ._validation import MAX_MEMORIES
 from .api import plan, validate
 
 if _TYPE_CHECKING:
-    from .executorch.algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+    from .executorch.algorithms import (
+        BestOfHierarchy,
+        GreedyWithHeuristic,
+        PositionBasedGreedyWithHierarchy,
+    )
     from .executorch.cadence import CadenceMemoryPlanning
     from .executorch.reports import print_memory_planning_info
 
@@ -31,7 +36,9 @@ __all__ = [
     "ALGORITHMS",
     "MAX_MEMORIES",
     "OCCUPANCIES",
+    "UPSTREAM_ALGORITHMS",
     "Algorithm",
+    "BestOfHierarchy",
     "CadenceMemoryPlanning",
     "GreedyWithHeuristic",
     "Occupancy",
@@ -47,6 +54,7 @@ __all__ = [
 
 # Names that need executorch, by the module that defines them; imported on first use.
 _EXECUTORCH_NAMES = {
+    "BestOfHierarchy": "algorithms",
     "GreedyWithHeuristic": "algorithms",
     "PositionBasedGreedyWithHierarchy": "algorithms",
     "CadenceMemoryPlanning": "cadence",

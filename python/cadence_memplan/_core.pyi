@@ -30,12 +30,14 @@ def plan(
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
     occupancy: str = "auto",
+    budget_ms: float = 1000.0,
 ) -> tuple[
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     list[npt.NDArray[np.int64]],
     Literal["interval", "tree", "scan"],
+    str,
 ]: ...
 def validate(
     starts: npt.NDArray[np.int64],

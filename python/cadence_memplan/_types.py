@@ -9,8 +9,11 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-Algorithm = Literal["position", "heuristic"]
-ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
+# In the order of CadenceMemoryPlanning's mem_algo: upstream's two placers, whose
+# placements ours reproduce exactly, then "best", which searches for smaller plans.
+Algorithm = Literal["position", "heuristic", "best"]
+ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic", "best")
+UPSTREAM_ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
 # How each memory finds the tensors alive with the one being placed (see plan()).
 Occupancy = Literal["auto", "interval", "tree", "scan"]
 OCCUPANCIES: tuple[Occupancy, ...] = ("auto", "interval", "tree", "scan")
@@ -57,6 +60,8 @@ class PlanResult:
     ``bufsizes[m]`` is the aligned end of the highest tensor in memory m, preplaced
     tensors included. ``occupancy`` is the structure that answered the placers (what
     ``occupancy="auto"`` chose), or None for a plan that did not come from the C++ core.
+    ``strategy`` says how ``algorithm="best"`` found its plan (placer and visit order),
+    and is None for the other algorithms.
     """
 
     mem_ids: npt.NDArray[np.int64]
@@ -64,3 +69,4 @@ class PlanResult:
     bufsizes: npt.NDArray[np.int64]
     memory_order: tuple[npt.NDArray[np.int64], ...]
     occupancy: Occupancy | None = None
+    strategy: str | None = None

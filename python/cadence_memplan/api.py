@@ -5,6 +5,7 @@ bound attached."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,6 +25,9 @@ from ._validation import MAX_MEMORIES, as_int64
 from .stats import format_bytes, peak_live_bytes
 
 __all__ = ["allowed_mask", "blocked_masks", "plan", "plan_int64", "validate"]
+
+# algorithm="best": a cap on the search, not its expected length (see plan()).
+DEFAULT_BUDGET_MS = 1000.0
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NO_PREPLACED = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
@@ -99,13 +103,20 @@ def plan_int64(
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
     occupancy: Occupancy = "auto",
+    budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> PlanResult:
     """:func:`plan` on input already converted (int64 arrays, bit masks): the drop-in
     classes' way in. ``preplaced`` holds int64 arrays; ``incoming_offsets`` may be empty."""
     if occupancy not in OCCUPANCIES:
         raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
     try:
-        mem_ids, offsets, bufsizes, memory_order, chosen = _core.plan(
+        budget = float(budget_ms)
+    except (TypeError, ValueError):
+        budget = math.nan
+    if not budget >= 0:  # NaN too
+        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
+    try:
+        mem_ids, offsets, bufsizes, memory_order, chosen, strategy = _core.plan(
             algorithm,
             starts,
             ends,
@@ -122,10 +133,11 @@ def plan_int64(
             incoming_offsets,
             keep_incoming_offset,
             occupancy,
+            budget,
         )
     except _core.PlanningError as error:
         raise _failure(error, starts, ends, sizes, preplaced, memory_sizes) from None
-    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order), chosen)
+    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order), chosen, strategy or None)
 
 
 def plan(
@@ -142,8 +154,10 @@ def plan(
     incoming_offsets: npt.ArrayLike | None = None,
     keep_incoming_offset: bool = True,
     occupancy: Occupancy = "auto",
+    budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> PlanResult:
-    """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do.
+    """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do,
+    or in less fast memory than they do (``algorithm="best"``).
 
     Tensor ``i`` lives over the inclusive node range ``[starts[i], ends[i]]`` (empty when
     start > end) and needs ``sizes[i]`` bytes. Memory id ``m`` (1 = fastest) has
@@ -152,7 +166,13 @@ def plan(
 
     ``algorithm``: ``"position"`` (the default, as upstream's ``mem_algo=0``) is upstream's
     PositionBasedGreedyWithHierarchy (first fit), ``"heuristic"`` its GreedyWithHeuristic
-    (best fit, arXiv 2001.03288).
+    (best fit, arXiv 2001.03288). ``"best"`` (``mem_algo=2``) tries both placers on
+    several visit orders, then improves the best order (squeaky wheel), and keeps the plan
+    with the fewest tensor bytes outside memory 1, then outside memories 1-2, and so on,
+    then the smallest total bufsize; with one memory, the smallest bufsize. It is never
+    worse than both upstream placers and deterministic; ``budget_ms`` caps its search
+    (default 1000 ms, which plans of a few thousand tensors do not reach), and
+    ``PlanResult.strategy`` names the winner.
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
@@ -201,6 +221,7 @@ def plan(
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
         occupancy,
+        budget_ms,
     )
 
 

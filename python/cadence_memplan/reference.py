@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._types import ALGORITHMS, Algorithm, PlanningError, PlanResult, Preplaced
+from ._types import UPSTREAM_ALGORITHMS, Algorithm, PlanningError, PlanResult, Preplaced
 from ._validation import as_int64, check_memories
 
 __all__ = ["plan"]
@@ -167,8 +167,8 @@ def plan(
     Same arguments and result (see there); raises :class:`~cadence_memplan.PlanningError`
     with ``tensor_index`` set when a tensor fits nowhere, ValueError/TypeError for bad input.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm not in UPSTREAM_ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {UPSTREAM_ALGORITHMS}, got {algorithm!r}")
     tensor_starts = _int_list("starts", starts)
     tensor_count = len(tensor_starts)
     tensor_ends = _int_list("ends", ends)

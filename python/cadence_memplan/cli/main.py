@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from .._types import ALGORITHMS, PlanningError
+from .._types import ALGORITHMS, UPSTREAM_ALGORITHMS, PlanningError
 from ..api import plan, validate
 from ..io.memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, read_memory_config
 from ..io.minimalloc import read_minimalloc_csv
@@ -46,7 +46,7 @@ from ..stats import TensorTable
 from ..synthetic import synthetic_graph
 from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
 from .plot import PLOT_SUFFIXES
-from .report import print_comparison, print_report
+from .report import print_comparison, print_placer_comparison, print_report
 
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
 
@@ -123,7 +123,8 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=ALGORITHMS,
         default=DEFAULT_ALGORITHM,
         help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
-        " (mem_algo=1) (default: %(default)s)",
+        " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
+        " (ours, mem_algo=2) (default: %(default)s)",
     )
     for what in ("inputs", "outputs"):
         planner.add_argument(
@@ -146,7 +147,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--compare",
         action="store_true",
         help="also plan with upstream's Python placer (models) or cadence_memplan.reference"
-        " (CSV, synthetic) and check the placements are identical",
+        " (CSV, synthetic) and check the placements are identical; with --algo best, plan"
+        " with upstream's two placers (as the core reproduces them) and print all three side"
+        " by side",
     )
     planner.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     planner.add_argument(
@@ -343,8 +346,10 @@ def _plan_model(
                 f"cannot lower {label} with to_edge: {_one_line(str(error)).split('; ')[0]}",
                 EXIT_PLANNING_FAILED,
             ) from error
-        # to_executorch changes the edge program's graph, so upstream gets its own copy.
-        upstream_edge = copy.deepcopy(edge) if arguments.compare else None
+        # to_executorch changes the edge program's graph, so each rival gets its own copy.
+        against_placers = arguments.compare and arguments.algo == "best"
+        upstream_edge = copy.deepcopy(edge) if arguments.compare and not against_placers else None
+        rival_edges = [copy.deepcopy(edge) for _ in UPSTREAM_ALGORITHMS] if against_placers else []
         progress("planning memory in to_executorch with our CadenceMemoryPlanning")
         planning_options = (
             memories,
@@ -366,6 +371,20 @@ def _plan_model(
                 f"planning failed: {_one_line(message)}", EXIT_PLANNING_FAILED
             ) from error
         compare = None
+        if rival_edges:
+            rivals = []
+            for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
+                progress(f"planning again with upstream's {algorithm} placer (--compare)")
+                rival = lower_and_plan(
+                    rival_edge, CadenceMemoryPlanning, memories, algorithm, *planning_options[2:]
+                )
+                rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
+
+            def compare() -> bool:
+                best = ("best", ours.table, ours.timings["placer (C++ core)"])
+                print_placer_comparison([best, *rivals], memories)
+                return True
+
         if upstream_edge is not None:
             from executorch.backends.cadence.aot.memory_planning import (
                 CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
@@ -444,7 +463,18 @@ def _run_plan(arguments: argparse.Namespace) -> int:
             labels, starts, ends, sizes, memories, algorithm, in_file_terms=kind == "csv"
         )
         timings = {"placer (C++ core)": seconds}
-        if arguments.compare:
+        if arguments.compare and algorithm == "best":
+            progress("planning again with upstream's two placers (--compare)")
+            rivals = [
+                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival))
+                for rival in UPSTREAM_ALGORITHMS
+            ]
+
+            def compare() -> bool:
+                print_placer_comparison([("best", table, seconds), *rivals], memories)
+                return True
+
+        elif arguments.compare:
             from .. import reference
 
             progress("planning again with cadence_memplan.reference (--compare)")

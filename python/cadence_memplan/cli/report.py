@@ -10,7 +10,13 @@ import numpy as np
 from ..io.memories import Memory
 from ..stats import TensorTable, format_bytes, memory_stats, overall_peak
 
-__all__ = ["format_seconds", "print_comparison", "print_report", "print_table"]
+__all__ = [
+    "format_seconds",
+    "print_comparison",
+    "print_placer_comparison",
+    "print_report",
+    "print_table",
+]
 
 HEADERS = (
     "memory",
@@ -19,6 +25,7 @@ HEADERS = (
     "peak usage (B)",
     "used",
     "peak live, lower bound (B)",
+    "usage / bound",
     "tensors",
 )
 
@@ -66,6 +73,7 @@ def print_report(
             f"{stat.peak_usage:,}",
             f"{stat.peak_usage / memory.size:.1%}",
             f"{stat.peak_live_bytes:,}",
+            _ratio(stat.peak_usage, stat.peak_live_bytes),
             f"{stat.tensor_count:,}",
         ]
         for memory, stat in zip(memories, stats, strict=True)
@@ -79,6 +87,35 @@ def print_report(
     print(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )
+
+
+def _ratio(usage: int, bound: int) -> str:
+    """How far a memory's plan is from its peak-live lower bound (1.000x: optimal)."""
+    return f"{usage / bound:.3f}x" if bound > 0 else "-"
+
+
+def print_placer_comparison(
+    plans: Sequence[tuple[str, TensorTable, float]], memories: Sequence[Memory]
+) -> None:
+    """For ``--algo best --compare``: each placer's bytes per memory, the bytes outside
+    memory 1 (what best minimises first), each memory's usage against its peak-live lower
+    bound, and the time."""
+    headers = ["placer"]
+    for memory in memories:
+        headers += [f"{memory.name}: tensor bytes", f"{memory.name}: usage / bound"]
+    headers += ["bytes outside memory 1", "time"]
+    rows = []
+    for name, table, seconds in plans:
+        stats = memory_stats(table, len(memories))
+        row = [name]
+        for memory_id, stat in enumerate(stats, start=1):
+            row += [
+                f"{int(table.sizes[table.mem_ids == memory_id].sum()):,}",
+                _ratio(stat.peak_usage, stat.peak_live_bytes),
+            ]
+        row += [f"{int(table.sizes[table.mem_ids > 1].sum()):,}", format_seconds(seconds)]
+        rows.append(row)
+    print_table(headers, rows)
 
 
 def first_difference(ours: TensorTable, theirs: TensorTable) -> str | None:

@@ -29,7 +29,12 @@ from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, Preplaced
 from .._validation import MAX_MEMORIES, as_int64, check_memories
 from ..api import allowed_mask, plan_int64
 
-__all__ = ["GreedyWithHeuristic", "PositionBasedGreedyWithHierarchy", "check_memory_config"]
+__all__ = [
+    "BestOfHierarchy",
+    "GreedyWithHeuristic",
+    "PositionBasedGreedyWithHierarchy",
+    "check_memory_config",
+]
 
 
 def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any], list[int]]:
@@ -216,3 +221,14 @@ class GreedyWithHeuristic(_CorePlannedAlgo):
     """Upstream's GreedyWithHeuristic: best fit between lifetime-overlapping tensors (arXiv 2001.03288)."""
 
     algorithm = "heuristic"
+
+
+class BestOfHierarchy(_CorePlannedAlgo):
+    """Not upstream's: :func:`cadence_memplan.plan`'s ``algorithm="best"``, which keeps the
+    smallest of many plans (both placers on several visit orders, then squeaky-wheel
+    improvement): the fewest tensor bytes outside memory 1, then outside memories 1-2,
+    and so on, then the smallest total bufsize. Never worse than both upstream placers.
+    Upstream's constraints (pinned specs, relative placements, blocklists) still apply,
+    as only ``plan()`` differs."""
+
+    algorithm = "best"

@@ -41,7 +41,7 @@ from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._validation import is_integer
-from .algorithms import GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 
 __all__ = [
     "MEM_ALGOS",
@@ -50,10 +50,11 @@ __all__ = [
     "position_based_greedy_with_hierarchy",
 ]
 
-# Indexed by the ``mem_algo`` argument, in upstream's order.
+# Indexed by the ``mem_algo`` argument: upstream's two in upstream's order, then ours.
 MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
     PositionBasedGreedyWithHierarchy,
     GreedyWithHeuristic,
+    BestOfHierarchy,
 )
 
 
@@ -81,7 +82,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
 
     Same constructor: ``memory_config``, ``mode``, ``mem_algo`` (0: first fit,
     :class:`~cadence_memplan.PositionBasedGreedyWithHierarchy`; 1: best fit,
-    :class:`~cadence_memplan.GreedyWithHeuristic`), ``alloc_graph_input``,
+    :class:`~cadence_memplan.GreedyWithHeuristic`; and ours, 2: the smallest of many plans,
+    :class:`~cadence_memplan.BestOfHierarchy`), ``alloc_graph_input``,
     ``alloc_graph_output``, ``additional_constraint_gen_passes``. Same ``__call__`` and
     ``run`` (exir's ``MemoryPlanningPass``, then upstream's ``SimplifyIdmaOpsPass``), so it
     goes in ``ExecutorchBackendConfig(memory_planning_pass=...)`` and gives upstream's
@@ -101,7 +103,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
         if not is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
             raise ValueError(
-                f"mem_algo must be 0 (position-based) or 1 (heuristic), got {mem_algo!r}"
+                f"mem_algo must be 0 (position-based), 1 (heuristic) or 2 (best), got {mem_algo!r}"
             )
         super().__init__(
             memory_config,
