@@ -224,7 +224,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
         py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy") = "auto",
-        py::arg("budget_ms") = 1000.0);
+        py::arg("budget_ms") = 5000.0);
   m.def("validate", &Validate, py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

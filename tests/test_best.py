@@ -98,8 +98,12 @@ def test_budget_zero_still_plans_with_upstream_placers() -> None:
     )
     assert result.strategy is not None
     assert "size" in result.strategy
-    assert cadence_memplan.validate([0, 1, 2, 3], [2, 3, 4, 5], sizes, result.mem_ids,
-                                    result.offsets, [256], [16]) is None  # fmt: skip
+    assert (
+        cadence_memplan.validate(
+            [0, 1, 2, 3], [2, 3, 4, 5], sizes, result.mem_ids, result.offsets, [256], [16]
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize("budget", [-1, float("nan"), "soon", None])

@@ -121,9 +121,13 @@ def test_best_keeps_at_least_as_much_in_fast_memory(
 
     def bytes_in_fast_memory(mem_algo: int) -> int:
         run = plan_model(
-            edge_program(lowered, name), CadenceMemoryPlanning, memory_config,
-            CompileMode.DEFAULT, mem_algo, True,
-        )  # fmt: skip
+            edge_program(lowered, name),
+            CadenceMemoryPlanning,
+            memory_config,
+            CompileMode.DEFAULT,
+            mem_algo,
+            True,
+        )
         specs = assert_valid(run.program, memory_config, run.constraints, True)
         return sum(spec.allocated_memory for spec in specs if spec.mem_id == 1)
 
@@ -246,7 +250,7 @@ def test_bad_memory_config_raises_in_constructor(kind: str) -> None:
         CadenceMemoryPlanning(BAD_MEMORY_CONFIGS[kind], CompileMode.DEFAULT, 0)
 
 
-@pytest.mark.parametrize("mem_algo", [-1, 2, True])
+@pytest.mark.parametrize("mem_algo", [-1, 3, True])
 def test_bad_mem_algo_raises_in_constructor(mem_algo: Any) -> None:
     with pytest.raises(ValueError, match="mem_algo"):
         CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, mem_algo)
@@ -259,6 +263,9 @@ def test_is_a_drop_in_for_upstreams_class() -> None:
     planning = CadenceMemoryPlanning(get_default_memory_config(), CompileMode.SIZE, 0)
     assert isinstance(planning.algo, cadence_memplan.PositionBasedGreedyWithHierarchy)
     assert planning.algo.mode is CompileMode.SIZE
+    # Ours only: mem_algo=2.
+    planning = CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, 2)
+    assert isinstance(planning.algo, cadence_memplan.BestOfHierarchy)
 
 
 # --------------------------------------------------------------------------- small graphs

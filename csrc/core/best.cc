@@ -1,9 +1,13 @@
 #include "best.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "validator.h"
@@ -66,6 +70,9 @@ void OverlapTotals(const std::vector<Tensor>& tensors, std::vector<double>* coun
 
 // Fixed, so that the search is deterministic.
 constexpr uint64_t kImprovementSeed = 20010328;
+// Below this many tensors a candidate takes well under a millisecond, less
+// than starting a thread.
+constexpr size_t kMinTensorsForThreads = 2048;
 // Squeaky-wheel rounds between restarts from the best order so far.
 constexpr int64_t kRoundsBeforeRestart = 25;
 
@@ -155,53 +162,103 @@ BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
   const bool check_with_placed =
       Validate(placed_tensors, placed_placements, request.memories).empty();
 
-  BestResult best;
-  std::vector<Size> best_cost;
-  std::optional<PlanningFailure> first_failure;
-  std::string first_problem;
-  // Plans one candidate; returns its plan if it planned and validated.
-  const auto try_candidate = [&](Algorithm algorithm, const std::vector<TensorIndex>& order,
-                                 const std::string& name) -> std::optional<PlanResult> {
-    ++best.candidates;
-    std::optional<PlanResult> plan;
+  // One candidate's outcome; computing it touches nothing shared, so the
+  // portfolio's candidates may run in threads.
+  struct Candidate {
+    std::optional<PlanResult> plan;           // Planned and passed Validate.
+    std::optional<PlanningFailure> failure;  // Or failed to plan,
+    std::string problem;                      // or failed Validate.
+    std::vector<Size> cost;
+  };
+  const auto evaluate = [&](Algorithm algorithm, const std::vector<TensorIndex>& order) {
+    Candidate candidate;
     try {
-      plan = PlanInOrder(request, algorithm, order);
+      candidate.plan = PlanInOrder(request, algorithm, order);
     } catch (const PlanningFailure& failure) {
-      if (!first_failure) first_failure = failure;
-      return std::nullopt;
+      candidate.failure = failure;
+      return candidate;
     }
     std::vector<Tensor> tensors = request.tensors;
-    std::vector<Placement> placements = plan->placements;
+    std::vector<Placement> placements = candidate.plan->placements;
     if (check_with_placed) {
       tensors.insert(tensors.end(), placed_tensors.begin(), placed_tensors.end());
       placements.insert(placements.end(), placed_placements.begin(), placed_placements.end());
     }
-    if (std::string problem = Validate(tensors, placements, request.memories); !problem.empty()) {
-      if (first_problem.empty()) first_problem = problem;
-      return std::nullopt;
+    candidate.problem = Validate(tensors, placements, request.memories);
+    if (!candidate.problem.empty()) {
+      candidate.plan.reset();
+      return candidate;
     }
-    std::vector<Size> cost = PlanCost(request, *plan);
-    if (best_cost.empty() || Better(cost, best_cost)) {
-      best_cost = std::move(cost);
-      best.plan = *plan;
-      best.algorithm = algorithm;
-      best.order = name;
-    }
-    return plan;
+    candidate.cost = PlanCost(request, *candidate.plan);
+    return candidate;
   };
 
-  // 1. The portfolio; upstream's two placers first, whatever the budget.
+  BestResult best;
+  std::vector<Size> best_cost;
+  std::optional<PlanningFailure> first_failure;
+  std::string first_problem;
+  // Keeps a candidate if it is strictly better; returns whether it was.
+  const auto consider = [&](Candidate& candidate, Algorithm algorithm, const std::string& name) {
+    ++best.candidates;
+    if (candidate.failure && !first_failure) first_failure = candidate.failure;
+    if (!candidate.problem.empty() && first_problem.empty()) first_problem = candidate.problem;
+    if (!candidate.plan || !(best_cost.empty() || Better(candidate.cost, best_cost))) return false;
+    best_cost = std::move(candidate.cost);
+    best.plan = std::move(*candidate.plan);
+    best.algorithm = algorithm;
+    best.order = name;
+    return true;
+  };
+
+  // 1. The portfolio, in threads; upstream's two placers always run. The
+  // candidates are then considered in their fixed order, so the threads do
+  // not change the result.
   const std::vector<NamedOrder> orders = PortfolioOrders(request.tensors);
-  std::vector<TensorIndex> best_order = orders.front().order;
+  struct Member {
+    const NamedOrder* order;
+    Algorithm algorithm;
+  };
+  std::vector<Member> members;
   for (const NamedOrder& order : orders) {
     for (Algorithm algorithm : {Algorithm::kPositionBasedGreedy, Algorithm::kGreedyByHeuristic}) {
-      if (best.candidates >= 2 && over_budget()) {
-        best.budget_exhausted = true;
-        break;
+      members.push_back({&order, algorithm});
+    }
+  }
+  std::vector<std::optional<Candidate>> results(members.size());
+  std::atomic<size_t> next_member{0};
+  std::exception_ptr error;  // The first exception a worker met (e.g. Interrupted).
+  std::mutex error_mutex;
+  const auto work = [&] {
+    for (size_t k; (k = next_member++) < members.size();) {
+      if (k >= 2 && over_budget()) continue;
+      try {
+        results[k] = evaluate(members[k].algorithm, members[k].order->order);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next_member = members.size();
       }
-      const std::vector<Size> before = best_cost;
-      try_candidate(algorithm, order.order, order.name);
-      if (best_cost != before) best_order = order.order;
+    }
+  };
+  // Threads pay for themselves only on plans that take milliseconds.
+  const size_t cores = options.threads > 0
+                           ? static_cast<size_t>(options.threads)
+                           : std::max<size_t>(1, std::thread::hardware_concurrency());
+  const size_t threads =
+      request.tensors.size() < kMinTensorsForThreads ? 1 : std::min(members.size(), cores);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
+  std::vector<TensorIndex> best_order = orders.front().order;
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (!results[k]) {
+      best.budget_exhausted = true;
+      continue;
+    }
+    if (consider(*results[k], members[k].algorithm, members[k].order->name)) {
+      best_order = members[k].order->order;
     }
   }
   if (best_cost.empty()) {
@@ -247,12 +304,14 @@ BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
     std::sort(order.begin(), order.end(), [&](TensorIndex a, TensorIndex b) {
       return priority[a] != priority[b] ? priority[a] > priority[b] : a < b;
     });
-    const std::vector<Size> before = best_cost;
-    std::optional<PlanResult> plan = try_candidate(
-        algorithm, order, base + ", then " + std::to_string(round + 1) + " squeaky-wheel rounds");
-    if (!plan) break;
-    current = std::move(*plan);
-    if (best_cost != before) best_order = order;
+    Candidate candidate = evaluate(algorithm, order);
+    if (!candidate.plan) break;
+    PlanResult plan = *candidate.plan;
+    if (consider(candidate, algorithm,
+                 base + ", then " + std::to_string(round + 1) + " squeaky-wheel rounds")) {
+      best_order = order;
+    }
+    current = std::move(plan);
     if ((round + 1) % kRoundsBeforeRestart == 0) {
       // Start again from the best order so far: the pushes drift away from it.
       order = best_order;

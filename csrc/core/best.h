@@ -38,9 +38,12 @@ namespace cadence_memplan {
 
 struct BestOptions {
   // Wall-clock cap on the search, in milliseconds; checked between candidates.
-  double budget_ms = 1000;
+  double budget_ms = 5000;
   // Rounds of squeaky-wheel improvement after the portfolio.
   int64_t improvement_rounds = 300;
+  // Threads for the portfolio's candidates; 0: one per core. The result does
+  // not depend on it (unless the budget runs out).
+  int threads = 0;
 };
 
 struct BestResult {

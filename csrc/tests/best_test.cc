@@ -113,12 +113,41 @@ void TestBudget() {
   CHECK_EQ(Validate(r.tensors, cut.plan.placements, r.memories), std::string());
 }
 
+// The portfolio runs in threads on large requests; the plan must be the one
+// a single thread finds.
+void TestThreadsGiveTheSamePlan() {
+  memplan_test::SetContext("threads");
+  std::mt19937_64 rng(11);
+  PlanRequest r;
+  r.memories = {{6000, 16}, {1 << 20, 64}};
+  for (int i = 0; i < 3000; ++i) {
+    const Time start = Pick(rng, 0, 2000);
+    r.tensors.push_back({{start, start + Pick(rng, 0, 40)}, Pick(rng, 1, 300)});
+  }
+  BestOptions options;
+  options.budget_ms = 1e12;
+  options.improvement_rounds = 5;
+  options.threads = 1;
+  const BestResult alone = PlanBest(r, options);
+  options.threads = 4;
+  const BestResult together = PlanBest(r, options);
+  CHECK_EQ(together.order, alone.order);
+  CHECK_EQ(together.candidates, alone.candidates);
+  bool same = true;
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    same &= together.plan.placements[i].mem_id == alone.plan.placements[i].mem_id &&
+            together.plan.placements[i].offset == alone.plan.placements[i].offset;
+  }
+  CHECK(same);
+}
+
 }  // namespace
 
 int main() {
   const auto begin = std::chrono::steady_clock::now();
   TestBadInput();
   TestBudget();
+  TestThreadsGiveTheSamePlan();
   Stats stats;
   for (uint64_t seed = 1; seed <= 1500; ++seed) CheckRandomCase(seed, stats);
   memplan_test::SetContext("");

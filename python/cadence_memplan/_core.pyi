@@ -30,7 +30,7 @@ def plan(
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
     occupancy: str = "auto",
-    budget_ms: float = 1000.0,
+    budget_ms: float = 5000.0,
 ) -> tuple[
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],

@@ -27,7 +27,7 @@ from .stats import format_bytes, peak_live_bytes
 __all__ = ["allowed_mask", "blocked_masks", "plan", "plan_int64", "validate"]
 
 # algorithm="best": a cap on the search, not its expected length (see plan()).
-DEFAULT_BUDGET_MS = 1000.0
+DEFAULT_BUDGET_MS = 5000.0
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NO_PREPLACED = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
@@ -171,8 +171,10 @@ def plan(
     with the fewest tensor bytes outside memory 1, then outside memories 1-2, and so on,
     then the smallest total bufsize; with one memory, the smallest bufsize. It is never
     worse than both upstream placers and deterministic; ``budget_ms`` caps its search
-    (default 1000 ms, which plans of a few thousand tensors do not reach), and
-    ``PlanResult.strategy`` names the winner.
+    (default 5 s: plans of a few thousand tensors take milliseconds and never reach it,
+    graphs of tens of thousands use it up, and then the result depends on how far the
+    search got), and ``PlanResult.strategy`` names the winner. Its candidates run in
+    threads, with the GIL released, and give the same plan as one after another.
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
