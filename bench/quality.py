@@ -5,9 +5,10 @@ come to the peak-live lower bound, in one run.
 
 One memory (MiniMalloc's instances, alignment 1, a memory as large as all buffers): each
 placer's bufsize over the peak-live bound, the most bytes alive at once, which no plan can
-go below. The Cadence hierarchy (256 KiB/16, 4 MiB/64, 1 GiB/64; exported encoders and the
-real instances): the tensor bytes each placer leaves outside memory 1, which ``best``
-minimises first. ``best`` runs with its default budget; its time is measured here.
+go below. Hierarchies (the real instances with a fast memory of a quarter of their bound,
+exported encoders on Cadence's 256 KiB/16, 4 MiB/64, 1 GiB/64): the tensor bytes each
+placer leaves outside memory 1, which ``best`` minimises first. ``best`` runs with its
+default budget; its time is measured here.
 """
 
 from __future__ import annotations
@@ -21,12 +22,7 @@ import time
 from typing import Any
 
 import numpy as np
-from workloads import (
-    CADENCE_ALIGNMENTS,
-    CADENCE_MEMORY_SIZES,
-    INSTANCES,
-    model_workloads,
-)
+from workloads import INSTANCES, instance_workloads, model_workloads
 
 import cadence_memplan
 from cadence_memplan.io.minimalloc import read_minimalloc_csv
@@ -77,21 +73,22 @@ def one_memory_rows(folders: list[str]) -> list[list[str]]:
 
 
 def hierarchy_rows(with_models: bool) -> list[list[str]]:
-    memory = (CADENCE_MEMORY_SIZES, CADENCE_ALIGNMENTS)
-    problems: list[tuple[str, tuple[Any, ...]]] = []
-    for path in sorted((INSTANCES / "real").glob("*.csv")):
-        problems.append((f"real/{path.stem}", tuple(read_minimalloc_csv(path)[1:])))
+    """The real instances on bench/workloads.py's hierarchy for them (a fast memory of a
+    quarter of the peak-live bound, then a huge one), the encoders on Cadence's."""
+    workloads = list(instance_workloads(("real",)))
     if with_models:
-        for workload in model_workloads((4, 16)):
-            problems.append((workload.name, workload.arrays))
+        workloads += list(model_workloads((4, 16)))
     rows = []
-    for name, arrays in problems:
+    for workload in workloads:
+        memory = (workload.memory_sizes, workload.alignments)
         cells = []
         for placer in PLACERS:
-            result, seconds = timed_plan(arrays, memory, placer)
-            outside = int(np.asarray(arrays[2])[result.mem_ids > 1].sum())
+            result, seconds = timed_plan(workload.arrays, memory, placer)
+            outside = int(workload.arrays[2][result.mem_ids > 1].sum())
             cells.append(f"{outside:,}")
-        rows.append([name, f"{len(arrays[0]):,}", *cells, f"{seconds * 1e3:,.0f} ms"])
+        rows.append(
+            [workload.name, f"{workload.tensor_count:,}", *cells, f"{seconds * 1e3:,.0f} ms"]
+        )
     return rows
 
 
