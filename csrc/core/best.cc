@@ -109,7 +109,7 @@ std::vector<Size> PeakLiveBounds(const PlanRequest& request, const PlanResult& p
   const auto add = [&](const Tensor& t, MemId m) {
     if (t.lifetime.empty()) return;
     events[m].push_back({t.lifetime.start, t.size});
-    events[m].push_back({t.lifetime.end + 1, -t.size});
+    events[m].push_back({SaturatingAdd(t.lifetime.end, 1), -t.size});
   };
   for (const PlacedTensor& p : request.placed) add(p.tensor, p.placement.mem_id);
   for (size_t i = 0; i < request.tensors.size(); ++i)
@@ -118,7 +118,12 @@ std::vector<Size> PeakLiveBounds(const PlanRequest& request, const PlanResult& p
   for (size_t m = 1; m <= memory_count; ++m) {
     std::sort(events[m].begin(), events[m].end());  // Ends before starts at the same time.
     Size live = 0;
-    for (const auto& [time, delta] : events[m]) bounds[m] = std::max(bounds[m], live += delta);
+    for (const auto& [time, delta] : events[m]) {
+      // Saturating: live bytes may add up past 2^63. The bounds only steer
+      // the search, so a saturated one costs no correctness.
+      live = delta > 0 ? SaturatingAdd(live, delta) : live + delta;
+      bounds[m] = std::max(bounds[m], live);
+    }
   }
   return bounds;
 }
