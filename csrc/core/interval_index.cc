@@ -66,29 +66,13 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
   }
 }
 
-void IntervalIndex::Insert(Slot slot) {
+void IntervalIndex::Insert(Slot slot, Segment storage) {
   const auto [first, last] = layout_->buckets_of_slot_[slot];
   if (first > last) return;
   if (buckets_.empty()) buckets_.resize(layout_->bucket_begin_.size());
   const Lifetime& lifetime = layout_->lifetimes_[slot];
-  for (auto bucket = first; bucket <= last; ++bucket) buckets_[bucket].push_back({lifetime, slot});
-}
-
-void IntervalIndex::FindOverlapping(Slot query, std::vector<Slot>* out) const {
-  if (buckets_.empty()) return;
-  const auto [first, last] = layout_->buckets_of_slot_[query];
-  const Lifetime& lifetime = layout_->lifetimes_[query];
   for (auto bucket = first; bucket <= last; ++bucket) {
-    // An entry that starts before this bucket is also in the previous one,
-    // which reports it unless this is the query's first bucket.
-    const Time begin =
-        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
-    for (const Entry& entry : buckets_[bucket]) {
-      if (entry.lifetime.start <= lifetime.end && entry.lifetime.end >= lifetime.start &&
-          entry.lifetime.start >= begin) {
-        out->push_back(entry.slot);
-      }
-    }
+    buckets_[bucket].push_back({lifetime, slot, storage});
   }
 }
 

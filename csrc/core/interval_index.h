@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -85,22 +86,50 @@ class IntervalIndex {
   // The index starts empty; `layout` must outlive it.
   explicit IntervalIndex(const SlotLayout& layout) : layout_(&layout) {}
 
-  // Adds a slot. Empty lifetimes are ignored: they overlap nothing.
-  void Insert(Slot slot);
+  // Adds a slot, with the bytes it takes (kept beside it, so that a query
+  // reads no other memory). Empty lifetimes are ignored: they overlap nothing.
+  void Insert(Slot slot, Segment storage);
 
-  // Appends to `out` every inserted slot whose lifetime overlaps the lifetime
-  // of slot `query` (which need not be inserted), in no particular order.
-  void FindOverlapping(Slot query, std::vector<Slot>* out) const;
+  // Calls visit(slot, storage) for every inserted slot whose lifetime
+  // overlaps the lifetime of slot `query` (which need not be inserted), in no
+  // particular order.
+  template <typename Visit>
+  void ForEachOverlapping(Slot query, Visit&& visit) const;
+
+  // Appends those slots to `out`.
+  void FindOverlapping(Slot query, std::vector<Slot>* out) const {
+    ForEachOverlapping(query, [out](Slot slot, const Segment&) { out->push_back(slot); });
+  }
 
  private:
   struct Entry {
     Lifetime lifetime;
     Slot slot;
+    Segment storage;
   };
 
   const SlotLayout* layout_;
   // Allocated on the first insertion, so an unused memory costs nothing.
   std::vector<std::vector<Entry>> buckets_;
 };
+
+template <typename Visit>
+void IntervalIndex::ForEachOverlapping(Slot query, Visit&& visit) const {
+  if (buckets_.empty()) return;
+  const auto [first, last] = layout_->buckets_of_slot_[query];
+  const Lifetime& lifetime = layout_->lifetimes_[query];
+  for (auto bucket = first; bucket <= last; ++bucket) {
+    // An entry that starts before this bucket is also in the previous one,
+    // which reports it unless this is the query's first bucket.
+    const Time begin =
+        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
+    for (const Entry& entry : buckets_[bucket]) {
+      if (entry.lifetime.start <= lifetime.end && entry.lifetime.end >= lifetime.start &&
+          entry.lifetime.start >= begin) {
+        visit(entry.slot, entry.storage);
+      }
+    }
+  }
+}
 
 }  // namespace cadence_memplan

@@ -65,12 +65,24 @@ SmallestHole SmallestHoleOf(std::vector<Segment>* segments, Size size) {
   return best;
 }
 
+// The bytes a tensor of `size` at `offset` blocks: [offset, AlignUp(offset +
+// size)), or nothing for a zero-size tensor, which first fit ignores and best
+// fit never asks the merged segments about (occupancy.h).
+Segment AlignedStorage(Size size, Offset offset, Size alignment) {
+  if (size == 0) return {offset, offset};
+  return {offset, AlignUp(SaturatingAdd(offset, size), alignment)};
+}
+
+Segment AlignedStorage(const SlotTable& table, Slot slot, Size alignment) {
+  return AlignedStorage(table.slots[slot].size, table.slots[slot].offset, alignment);
+}
+
 class IntervalOccupancy final : public MemoryOccupancy {
  public:
   IntervalOccupancy(const SlotTable& table, Size alignment)
       : table_(table), alignment_(alignment), index_(table.layout) {}
 
-  void Insert(Slot slot) override { index_.Insert(slot); }
+  void Insert(Slot slot) override { index_.Insert(slot, AlignedStorage(table_, slot, alignment_)); }
 
   Offset LowestFreeOffset(Slot slot) const override {
     CollectSegments(slot);
@@ -96,16 +108,10 @@ class IntervalOccupancy final : public MemoryOccupancy {
   // The aligned storage of the non-empty tensors alive with `slot`: first
   // fit ignores zero-size tensors, and best fit asks only where none is.
   void CollectSegments(Slot slot) const {
-    overlapping_.clear();
-    FindOverlapping(slot, &overlapping_);
     segments_.clear();
-    for (Slot other : overlapping_) {
-      const SlotTable::SlotState& state = table_.slots[other];
-      if (state.size > 0) {
-        segments_.push_back(
-            {state.offset, AlignUp(SaturatingAdd(state.offset, state.size), alignment_)});
-      }
-    }
+    index_.ForEachOverlapping(slot, [this](Slot, const Segment& storage) {
+      if (storage.begin < storage.end) segments_.push_back(storage);
+    });
   }
 
   const SlotTable& table_;
@@ -121,8 +127,9 @@ class TreeOccupancy final : public MemoryOccupancy {
       : table_(table), alignment_(alignment), tree_(table.layout.axis()), index_(table.layout) {}
 
   void Insert(Slot slot) override {
-    index_.Insert(slot);
-    tree_.Insert(table_.layout.lifetime(slot), AlignedStorage(slot, table_.slots[slot].offset));
+    const Segment storage = AlignedStorage(table_, slot, alignment_);
+    index_.Insert(slot, storage);
+    tree_.Insert(table_.layout.lifetime(slot), storage);
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
@@ -134,7 +141,8 @@ class TreeOccupancy final : public MemoryOccupancy {
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    return tree_.Intersects(table_.layout.lifetime(slot), AlignedStorage(slot, offset));
+    return tree_.Intersects(table_.layout.lifetime(slot),
+                            AlignedStorage(table_.slots[slot].size, offset, alignment_));
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
@@ -142,13 +150,6 @@ class TreeOccupancy final : public MemoryOccupancy {
   }
 
  private:
-  // Empty for a zero-size tensor: first fit ignores those, and best fit does
-  // not ask the tree in a memory that holds one.
-  Segment AlignedStorage(Slot slot, Offset offset) const {
-    if (table_.slots[slot].size == 0) return {offset, offset};
-    return {offset, AlignUp(SaturatingAdd(offset, table_.slots[slot].size), alignment_)};
-  }
-
   const SlotTable& table_;
   const Size alignment_;
   OccupancyTree tree_;

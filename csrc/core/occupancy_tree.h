@@ -30,12 +30,6 @@
 
 namespace cadence_memplan {
 
-// A half-open byte range [begin, end); empty when begin >= end.
-struct Segment {
-  Offset begin = 0;
-  Offset end = 0;
-};
-
 // The earliest of the smallest holes, for the best-fit placer.
 struct SmallestHole {
   Offset begin = kNoOffset;  // kNoOffset: no hole holds the size.

@@ -70,6 +70,12 @@ enum class Occupancy {
   kScan,           // Scan every tensor of the memory: the naive baseline, for benchmarks.
 };
 
+// A half-open byte range [begin, end); empty when begin >= end.
+struct Segment {
+  Offset begin = 0;
+  Offset end = 0;
+};
+
 // A tensor that already sits in a memory before a planning call (upstream's
 // `state.allocated_buffers`, e.g. offset-pinned tensors).
 struct PlacedTensor {

@@ -19,6 +19,7 @@ namespace {
 
 using cadence_memplan::IntervalIndex;
 using cadence_memplan::Lifetime;
+using cadence_memplan::Segment;
 using cadence_memplan::Slot;
 using cadence_memplan::SlotLayout;
 using cadence_memplan::Time;
@@ -39,9 +40,16 @@ std::vector<Slot> BruteForce(const std::vector<Lifetime>& lifetimes,
   return result;
 }
 
+// What each test inserts beside a slot; a query must hand it back unchanged.
+Segment StorageOf(Slot slot) { return {10 * slot, 10 * slot + slot % 7}; }
+
 std::vector<Slot> Query(const IntervalIndex& index, Slot query) {
   std::vector<Slot> out;
-  index.FindOverlapping(query, &out);
+  index.ForEachOverlapping(query, [&](Slot slot, const Segment& storage) {
+    CHECK_EQ(storage.begin, StorageOf(slot).begin);
+    CHECK_EQ(storage.end, StorageOf(slot).end);
+    out.push_back(slot);
+  });
   std::sort(out.begin(), out.end());  // Duplicates stay and make the comparison fail.
   return out;
 }
@@ -107,7 +115,7 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
   };
   query_now();
   for (Slot slot : order) {
-    index.Insert(slot);
+    index.Insert(slot, StorageOf(slot));
     inserted[slot] = true;
     if (rng() % 3 == 0) query_now();
   }
@@ -125,7 +133,7 @@ std::vector<std::vector<Slot>> Ask(const std::vector<Lifetime>& stored,
   const SlotLayout layout(lifetimes);
   IntervalIndex index(layout);
   if (insert) {
-    for (Slot s = 0; s < static_cast<Slot>(stored.size()); ++s) index.Insert(s);
+    for (Slot s = 0; s < static_cast<Slot>(stored.size()); ++s) index.Insert(s, StorageOf(s));
   }
   std::vector<std::vector<Slot>> answers;
   for (size_t q = 0; q < queries.size(); ++q) {
