@@ -157,6 +157,10 @@ def test_memory_config_toml_names_and_bases(small_csv: Path, tmp_path: Path) -> 
         '[[memories]]\nname = "dram"\nsize = 1048576\nalignment = 64\nbase_address = 65536\n'
     )
     result = run(small_csv, "--memory-config", config)
+    if sys.version_info < (3, 11):  # No tomllib: a usage error that says so.
+        assert result.returncode == 2
+        assert "TOML needs Python 3.11 or newer; use JSON" in result.stderr
+        return
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert any(line.split()[:2] == ["dtcm", "0x1000"] for line in lines)
@@ -182,7 +186,10 @@ def test_plot_of_many_tensors_is_quick(tmp_path: Path) -> None:
     result = run("synthetic-100k", "--plot", png, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "100,000 tensors planned" in result.stdout
-    assert image_size(png) == (1000, 720)
+    # 10 x 7.2 inches at 100 dpi; some matplotlib versions round the height down.
+    width, height = image_size(png)
+    assert width == 1000
+    assert height in (719, 720)
 
 
 def test_list_models() -> None:
