@@ -57,6 +57,7 @@ PER_MEMORY_HEADERS = (
     "Memory Size (Bytes)",
     "Peak Memory Usage (Bytes)",
     "Peak Live Bytes (Lower Bound)",
+    "Usage / Bound",
 )
 
 _UNSET = -1  # stands for None in the int64 columns
@@ -219,7 +220,8 @@ def print_memory_planning_info(
     The per-memory table has upstream's four columns with upstream's numbers, then a fifth,
     "Peak Live Bytes (Lower Bound)" (:func:`peak_live_bytes_per_memory`), leaving out the
     tensors that Cadence's nop ops (cat, slice, select, memory.view, idma_wait) put inside
-    another tensor's storage, so that it stays a lower bound. The total table is upstream's
+    another tensor's storage, so that it stays a lower bound, and a sixth, the peak usage
+    over that bound (1.000x: no plan can use less). The total table is upstream's
     exactly. The specs are read once for both tables.
     """
     # Upstream's reports use a fresh MemConstraints, which skips no spec; kept for fidelity.
@@ -246,6 +248,7 @@ def print_memory_planning_info(
             memory_config.memory_sizes[i],
             usages[i],
             live_bounds[i],
+            f"{usages[i] / live_bounds[i]:.3f}x" if live_bounds[i] > 0 else "-",
         ]
         for i in range(len(usages))
     ]
