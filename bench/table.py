@@ -21,6 +21,8 @@ extrapolated. Every timed plan is checked with ``cadence_memplan.validate``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import platform
@@ -72,6 +74,10 @@ def _cell_child(
     """Runs in the forked child: time rounds, report each, then the peak memory growth."""
     try:
         setup, run, check = prepare(implementation, algorithm, workload)
+        # Hand the heap's free pages back to the kernel first: otherwise the plan reuses
+        # pages the parent freed, which are resident already, and its growth goes unseen.
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
         try:  # Reset the peak-RSS mark (Linux >= 4.0) so the peak is this cell's own.
             with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
                 clear_refs.write("5")
