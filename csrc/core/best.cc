@@ -119,9 +119,10 @@ std::vector<Size> PeakLiveBounds(const PlanRequest& request, const PlanResult& p
     std::sort(events[m].begin(), events[m].end());  // Ends before starts at the same time.
     Size live = 0;
     for (const auto& [time, delta] : events[m]) {
-      // Saturating: live bytes may add up past 2^63. The bounds only steer
-      // the search, so a saturated one costs no correctness.
-      live = delta > 0 ? SaturatingAdd(live, delta) : live + delta;
+      // Saturating at both ends: live bytes may add up past 2^63, and after
+      // that the removals would take the sum below zero. The bounds only
+      // steer the search, so a saturated one costs no correctness.
+      live = delta > 0 ? SaturatingAdd(live, delta) : std::max<Size>(0, live + delta);
       bounds[m] = std::max(bounds[m], live);
     }
   }
