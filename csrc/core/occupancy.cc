@@ -80,7 +80,7 @@ Segment AlignedStorage(const SlotTable& table, Slot slot, Size alignment) {
 class IntervalOccupancy final : public MemoryOccupancy {
  public:
   IntervalOccupancy(const SlotTable& table, Size alignment)
-      : table_(table), alignment_(alignment), index_(table.layout) {}
+      : table_(table), alignment_(alignment), index_(*table.layout) {}
 
   void Insert(Slot slot) override { index_.Insert(slot, AlignedStorage(table_, slot, alignment_)); }
 
@@ -124,24 +124,24 @@ class IntervalOccupancy final : public MemoryOccupancy {
 class TreeOccupancy final : public MemoryOccupancy {
  public:
   TreeOccupancy(const SlotTable& table, Size alignment)
-      : table_(table), alignment_(alignment), tree_(table.layout.axis()), index_(table.layout) {}
+      : table_(table), alignment_(alignment), tree_(table.layout->axis()), index_(*table.layout) {}
 
   void Insert(Slot slot) override {
     const Segment storage = AlignedStorage(table_, slot, alignment_);
     index_.Insert(slot, storage);
-    tree_.Insert(table_.layout.lifetime(slot), storage);
+    tree_.Insert(table_.lifetimes[slot], storage);
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
-    return tree_.LowestHole(table_.layout.lifetime(slot), table_.slots[slot].size);
+    return tree_.LowestHole(table_.lifetimes[slot], table_.slots[slot].size);
   }
 
   SmallestHole FindSmallestHole(Slot slot) const override {
-    return tree_.FindSmallestHole(table_.layout.lifetime(slot), table_.slots[slot].size);
+    return tree_.FindSmallestHole(table_.lifetimes[slot], table_.slots[slot].size);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    return tree_.Intersects(table_.layout.lifetime(slot),
+    return tree_.Intersects(table_.lifetimes[slot],
                             AlignedStorage(table_.slots[slot].size, offset, alignment_));
   }
 
@@ -166,12 +166,12 @@ class ScanOccupancy final : public MemoryOccupancy {
     const auto at =
         std::upper_bound(by_offset_.begin(), by_offset_.end(), state.offset,
                          [](Offset offset, const Entry& entry) { return offset < entry.offset; });
-    by_offset_.insert(at, {table_.layout.lifetime(slot), state.offset, state.size, slot});
+    by_offset_.insert(at, {table_.lifetimes[slot], state.offset, state.size, slot});
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
     const Size size = table_.slots[slot].size;
-    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    const Lifetime& lifetime = table_.lifetimes[slot];
     Offset candidate = 0;
     for (const Entry& entry : by_offset_) {
       if (entry.size == 0 || !lifetime.Overlaps(entry.lifetime)) continue;
@@ -185,7 +185,7 @@ class ScanOccupancy final : public MemoryOccupancy {
   // Upstream's own loop: each gap is measured from the largest aligned end so far.
   SmallestHole FindSmallestHole(Slot slot) const override {
     const Size size = table_.slots[slot].size;
-    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    const Lifetime& lifetime = table_.lifetimes[slot];
     SmallestHole best;
     Size best_length = 0;
     for (const Entry& entry : by_offset_) {
@@ -202,7 +202,7 @@ class ScanOccupancy final : public MemoryOccupancy {
 
   bool MayCollide(Slot slot, Offset offset) const override {
     const Size size = table_.slots[slot].size;
-    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    const Lifetime& lifetime = table_.lifetimes[slot];
     return std::any_of(by_offset_.begin(), by_offset_.end(), [&](const Entry& entry) {
       return lifetime.Overlaps(entry.lifetime) &&
              StorageOverlaps(offset, size, entry.offset, entry.size);
@@ -210,7 +210,7 @@ class ScanOccupancy final : public MemoryOccupancy {
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
-    const Lifetime& lifetime = table_.layout.lifetime(slot);
+    const Lifetime& lifetime = table_.lifetimes[slot];
     for (const Entry& entry : by_offset_) {
       if (lifetime.Overlaps(entry.lifetime)) out->push_back(entry.slot);
     }
@@ -294,12 +294,17 @@ int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
 }
 
 Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
+  // The cost model of occupancy.h, in nanoseconds per tensor.
+  constexpr double kScanPerTensor = 0.65;
+  constexpr double kInterval = 200, kIntervalPerOverlap = 27;
+  constexpr double kTree = 1000, kTreePerOverlap = 20, kTreeOverlapsThatCount = 150;
   const auto count = static_cast<double>(lifetimes.size());
-  if (count == 0) return Occupancy::kScan;
+  const double scan = kScanPerTensor * count;
+  // Scanning this few is cheaper than any index, whatever the overlaps: skip counting them.
+  if (scan <= kInterval) return Occupancy::kScan;
   const double k = static_cast<double>(CountOverlappingPairs(lifetimes)) / count;
-  const double scan = 0.65 * count;
-  const double interval = 200 + 27 * k;
-  const double tree = 1000 + 20 * std::min(k, 150.0);
+  const double interval = kInterval + kIntervalPerOverlap * k;
+  const double tree = kTree + kTreePerOverlap * std::min(k, kTreeOverlapsThatCount);
   if (scan <= interval && scan <= tree) return Occupancy::kScan;
   return interval <= tree ? Occupancy::kIntervalIndex : Occupancy::kSegmentTree;
 }

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -42,8 +43,8 @@ namespace cadence_memplan {
 // What the planner knows of every slot (interval_index.h), shared by the
 // occupancy of every memory. Offsets and sequences are set on insertion.
 struct SlotTable {
-  explicit SlotTable(std::vector<Lifetime> lifetimes)
-      : layout(std::move(lifetimes)), slots(layout.size()) {}
+  explicit SlotTable(std::vector<Lifetime> all_lifetimes)
+      : lifetimes(std::move(all_lifetimes)), slots(lifetimes.size()) {}
 
   // Side by side, so that reading a listed tensor costs one cache miss.
   struct SlotState {
@@ -51,8 +52,11 @@ struct SlotTable {
     Offset offset = kNoOffset;
     int64_t sequence = 0;  // Insertion order into any memory.
   };
-  SlotLayout layout;  // Lifetimes, their time axis and the interval indexes' buckets.
+  std::vector<Lifetime> lifetimes;
   std::vector<SlotState> slots;
+  // The time axis and the interval indexes' buckets: built only for the
+  // occupancies that use them (not for a scan, which must stay cheap).
+  std::optional<SlotLayout> layout;
 };
 
 class MemoryOccupancy {
@@ -80,7 +84,8 @@ class MemoryOccupancy {
   virtual void FindOverlapping(Slot slot, std::vector<Slot>* out) const = 0;
 };
 
-// `occupancy` must not be kAuto. `table` must outlive the result.
+// `occupancy` must not be kAuto; `table.layout` must be set unless it is
+// kScan. `table` must outlive the result.
 std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTable& table,
                                                Size alignment);
 

@@ -120,9 +120,9 @@ class Planner {
         attempts_(memory_count_ + 1) {
     result_.placements.resize(request.tensors.size());
     result_.bufsizes.assign(memory_count_ + 1, 0);
-    result_.occupancy = request.occupancy == Occupancy::kAuto
-                            ? ChooseOccupancy(table_.layout.lifetimes())
-                            : request.occupancy;
+    result_.occupancy = request.occupancy == Occupancy::kAuto ? ChooseOccupancy(table_.lifetimes)
+                                                              : request.occupancy;
+    if (result_.occupancy != Occupancy::kScan) table_.layout.emplace(table_.lifetimes);
     occupancy_.resize(memory_count_ + 1);
     for (MemId m = 1; m <= memory_count_; ++m) {
       occupancy_[m] = MakeOccupancy(result_.occupancy, table_, request.memories[m - 1].alignment);
