@@ -7,14 +7,6 @@
 namespace cadence_memplan {
 namespace {
 
-bool StorageMeetsAny(const SlotTable& table, Slot slot, Offset offset,
-                     const std::vector<Slot>& others) {
-  return std::any_of(others.begin(), others.end(), [&](Slot other) {
-    return StorageOverlaps(offset, table.slots[slot].size, table.slots[other].offset,
-                           table.slots[other].size);
-  });
-}
-
 // Up to this many segments, first fit jumps over the conflicts without
 // sorting them: each jump passes every segment in the way, and few remain.
 constexpr size_t kMaxSegmentsToJump = 32;
@@ -95,9 +87,13 @@ class IntervalOccupancy final : public MemoryOccupancy {
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    overlapping_.clear();
-    FindOverlapping(slot, &overlapping_);
-    return StorageMeetsAny(table_, slot, offset, overlapping_);
+    const Size size = table_.slots[slot].size;
+    bool meets = false;
+    index_.ForEachOverlapping(slot, [&](Slot other, const Segment&) {
+      meets = meets ||
+              StorageOverlaps(offset, size, table_.slots[other].offset, table_.slots[other].size);
+    });
+    return meets;
   }
 
   void FindOverlapping(Slot slot, std::vector<Slot>* out) const override {
@@ -117,7 +113,6 @@ class IntervalOccupancy final : public MemoryOccupancy {
   const SlotTable& table_;
   const Size alignment_;
   IntervalIndex index_;
-  mutable std::vector<Slot> overlapping_;
   mutable std::vector<Segment> segments_;
 };
 
