@@ -19,6 +19,7 @@ __all__ = [
     "MemoryStats",
     "TensorTable",
     "format_bytes",
+    "live_bytes_over_time",
     "memory_stats",
     "overall_peak",
     "peak_live_bytes",
@@ -172,6 +173,18 @@ def peak_live_bytes(starts: IntArray, ends: IntArray, sizes: IntArray) -> int:
     return int(peak_live_bytes_per_memory(ids, sizes, starts, ends, 1)[1])
 
 
+def live_bytes_over_time(
+    sizes: IntArray, starts: IntArray, ends: IntArray, node_count: int
+) -> IntArray:
+    """Bytes alive at each node ``0..node_count`` (the last entry counts nothing that
+    ends by ``node_count - 1``)."""
+    alive = starts <= ends
+    changes = np.zeros(node_count + 1, dtype=np.int64)
+    np.add.at(changes, starts[alive], sizes[alive])
+    np.subtract.at(changes, ends[alive] + 1, sizes[alive])
+    return np.cumsum(changes)
+
+
 def peak_usage_over_time(
     sizes: IntArray, starts: IntArray, ends: IntArray, node_count: int
 ) -> tuple[int, int]:
@@ -179,11 +192,7 @@ def peak_usage_over_time(
 
     Node indices are ``0..node_count-1``; upstream's ``find_peak_memory_usage`` arithmetic.
     """
-    alive = starts <= ends
-    changes = np.zeros(node_count + 1, dtype=np.int64)
-    np.add.at(changes, starts[alive], sizes[alive])
-    np.subtract.at(changes, ends[alive] + 1, sizes[alive])
-    usage = np.cumsum(changes)
+    usage = live_bytes_over_time(sizes, starts, ends, node_count)
     peak_node = int(np.argmax(usage))  # The first maximum, as upstream's list.index.
     return int(usage[peak_node]), peak_node
 
