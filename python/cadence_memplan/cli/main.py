@@ -738,21 +738,20 @@ def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], v
     name = memories[varied].name
     fast = "+".join(memory.name for memory in memories[: varied + 1])
     kept = smallest_size_keeping_all(rows, varied)
-    if kept is None:
-        fitting = [row for row in rows if row.fits]
-        spill = (
-            f" (at {format_bytes(fitting[-1].size)}, "
-            f"{format_bytes(sum(fitting[-1].tensor_bytes) - fitting[-1].bytes_up_to(varied))}"
-            " outside it)"
-            if fitting
-            else ""
-        )
-        print(f"every tensor in {fast}: at none of the sizes swept{spill}")
-    else:
+    what = "it fits" if varied == len(memories) - 1 else f"every tensor in {fast}"
+    if kept is not None:
         print(
-            f"every tensor in {fast}: from {name} = {format_bytes(kept.size)}"
-            f" ({kept.size:,} bytes) among the sizes swept"
+            f"{what}: from {name} = {format_bytes(kept.size)} ({kept.size:,} bytes) among the"
+            " sizes swept"
         )
+    else:
+        fitting = [row for row in rows if row.fits]
+        spill = ""
+        if fitting:
+            largest = fitting[-1]
+            outside = sum(largest.tensor_bytes) - largest.bytes_up_to(varied)
+            spill = f" (at {format_bytes(largest.size)}, {format_bytes(outside)} outside it)"
+        print(f"{what}: at none of the sizes swept{spill}")
     notes = moves_against_growth(rows, memories, varied)
     against = [row.size for row, note in zip(rows, notes, strict=True) if note]
     if against:

@@ -433,9 +433,12 @@ def plot_sweep(
     if kept is not None:
         for axis in (bytes_axis, count_axis):
             axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
+        if varied == len(memories) - 1:
+            what = "fits"
+        else:
+            what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
         bytes_axis.annotate(
-            f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
-            f" from {format_bytes(kept.size)}",
+            f"{what} from {format_bytes(kept.size)}",
             (kept.size, 1.0),
             xycoords=("data", "axes fraction"),
             xytext=(3, -12),
@@ -452,7 +455,7 @@ def plot_sweep(
     )
     bytes_axis.set_ylim(0, max(float(top), 1.0) * 1.08)
     _binary_axis(bytes_axis.yaxis, max(float(top), 1.0) * 1.08)
-    _binary_axis(count_axis.xaxis, high)
+    _binary_axis(count_axis.xaxis, max(high - low, 1.0))
     bytes_axis.set_ylabel("tensor bytes")
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)

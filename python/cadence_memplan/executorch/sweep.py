@@ -7,7 +7,8 @@ The model goes through ``to_executorch`` once, with our ``CadenceMemoryPlanning`
 algorithm is wrapped: when exir's ``apply_algo`` calls it, the wrapper records what it was
 handed (the specs, with lifetimes just computed, the graph module and its signature) and a
 :class:`~cadence_memplan.executorch.cadence.SpecSnapshot`. Each later :meth:`Replanner.plan`
-puts every spec back as it was at that call, builds the algorithm for the new
+puts every spec (and every op Cadence's constraint passes rewrite) back as it was at
+that call, builds the algorithm for the new
 ``MemoryConfig`` as upstream's ``CadenceMemoryPlanning`` does, and calls it as
 ``apply_algo`` did: upstream's ``MemoryPlanningAlgo.__call__``, so upstream's constraint
 generation, pinned and relative placements, then our placer. Only that planning step runs
@@ -40,6 +41,11 @@ __all__ = ["PLANNING_FAILURES", "Replanner"]
 PLANNING_FAILURES = (MemoryPlanningAlgoFailure, MemoryError)
 
 
+def _operations(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The graph's call_function nodes (to_executorch replaces its output node later)."""
+    return [node for node in graph_module.graph.nodes if node.op == "call_function"]
+
+
 @dataclass
 class _AlgoCall:
     alignment: int
@@ -48,6 +54,22 @@ class _AlgoCall:
     graph_signature: Any
     extra_padding: int
     snapshot: SpecSnapshot
+    # Constraint generation also rewrites ops in place (cat -> _cat_nop, slice_copy ->
+    # _slice_copy_nop) and only constrains ops not yet rewritten, so re-planning puts the
+    # targets back too.
+    targets: dict[torch.fx.Node, Any]
+
+    def restore(self) -> None:
+        """Put the graph and its specs back as they were when apply_algo made this call."""
+        if _operations(self.graph_module) != list(self.targets):
+            raise ValueError(
+                "the graph's operations changed after memory planning (added or removed),"
+                " so it cannot be planned again"
+            )
+        for node, target in self.targets.items():
+            if node.target is not target:  # fx's Node.__setattr__ is not cheap
+                node.target = target
+        self.snapshot.restore()
 
 
 class _RecordingAlgo:
@@ -74,6 +96,7 @@ class _RecordingAlgo:
                 graph_signature,
                 extra_padding,
                 SpecSnapshot(graph_module),
+                {node: node.target for node in _operations(graph_module)},
             )
         )
         bufsizes: list[int] = self.algo(
@@ -87,7 +110,9 @@ def _graph_code_kept(graph_module: torch.fx.GraphModule) -> Iterator[None]:
     """Skip ``recompile()`` while planning: torch's PassManager calls it after each of
     upstream's constraint passes, which only read the graph (they record constraints and
     widen lifetimes in the specs), so the regenerated Python code would be the same.
-    Regenerating it was 92% of a re-plan's time (the placer well under 1%)."""
+    Regenerating it was 94% of a re-plan's time under cProfile (100 re-plans of the
+    default encoder: 26 s, 24.7 s of them in recompile; without it 1.1 s, of which
+    constraint generation 71%, placement 20%)."""
     graph_module.recompile = _keep_code  # type: ignore[method-assign, assignment]
     try:
         yield
@@ -148,7 +173,7 @@ class Replanner:
         """The plan at ``memories``, as ``plan`` would make it; raises one of
         :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
         call = self.call
-        call.snapshot.restore()
+        call.restore()
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
             CompileMode.DEFAULT,
@@ -166,6 +191,6 @@ class Replanner:
                     call.extra_padding,
                 )
         except BaseException:
-            call.snapshot.restore()
+            call.restore()
             raise
         return self.planned_specs.table()
