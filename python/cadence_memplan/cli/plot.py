@@ -460,7 +460,7 @@ def plot_sweep(
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
     count_axis.set_xlabel(f"size of {name}")
-    bytes_axis.legend(fontsize=8, loc="upper right", framealpha=0.85)
+    bytes_axis.legend(fontsize=8, loc="best", framealpha=0.85)
     bytes_axis.set_title(
         f"{title}: what each memory holds as {name} grows", fontsize=10, loc="left"
     )
