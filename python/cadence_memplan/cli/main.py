@@ -642,7 +642,13 @@ def _run_sweep(arguments: argparse.Namespace) -> int:
             f" {format_bytes(sizes[-1])}"
         )
         began = time.perf_counter()
-        rows = sweep(_validated(plan_at), memories, varied, sizes)
+        every = max(1, len(sizes) // 10)
+
+        def step_done(step: int, size: int) -> None:
+            if step and step % every == 0:
+                progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
+
+        rows = sweep(_validated(plan_at), memories, varied, sizes, step_done)
         seconds = time.perf_counter() - began
 
     print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
