@@ -23,9 +23,16 @@ from executorch.exir.tensor import TensorSpec
 
 from .._types import ALGORITHMS
 from ..io.memories import Memory
-from ..stats import TensorTable, storage_sharing_spec_ids
+from ..stats import TensorTable, op_name, storage_sharing_spec_ids
 
-__all__ = ["LoweredPlan", "TimedPlanning", "lower_and_plan", "memory_config", "program_table"]
+__all__ = [
+    "LoweredPlan",
+    "TimedPlanning",
+    "lower_and_plan",
+    "memory_config",
+    "node_ops",
+    "program_table",
+]
 
 
 class TimedPlanning:
@@ -72,6 +79,7 @@ class LoweredPlan:
     table: TensorTable
     node_names: list[str]
     timings: dict[str, float] = field(default_factory=dict)
+    node_ops: list[str] = field(default_factory=list)  # per node: its op, or placeholder/output
 
 
 def program_table(
@@ -142,4 +150,11 @@ def lower_and_plan(
         "memory-planning pass": planning.pass_seconds,
         "whole to_executorch": total_seconds,
     }
-    return LoweredPlan(program, table, node_names, timings)
+    return LoweredPlan(program, table, node_names, timings, node_ops(program))
+
+
+def node_ops(program: ExecutorchProgramManager) -> list[str]:
+    """Per node of the planned graph (index = node index): the op it calls
+    (``aten.linear.default``), or what it is (``placeholder``, ``output``)."""
+    nodes = program.exported_program().graph_module.graph.nodes
+    return [op_name(node.target) if node.op == "call_function" else node.op for node in nodes]
