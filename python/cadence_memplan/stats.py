@@ -176,8 +176,11 @@ def live_bytes_changes(
         event_times[last_of_moment],
         live[last_of_moment],
     )
-    changed = np.ones(len(live), dtype=bool)
-    changed[1:] = (event_ids[1:] != event_ids[:-1]) | (live[1:] != live[:-1])
+    # Each memory starts from 0 bytes, so an entry is a change if it differs from the one
+    # before it in the same memory, or from 0 as its memory's first.
+    before = np.zeros(len(live), dtype=np.int64)
+    before[1:] = np.where(event_ids[1:] == event_ids[:-1], live[:-1], 0)
+    changed = live != before
     return event_ids[changed], event_times[changed], live[changed]
 
 

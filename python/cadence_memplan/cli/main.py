@@ -555,12 +555,12 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     if arguments.explain:
         from ..analysis.explain import explain_peaks
 
-        ops = None
+        writers = None
         if program is not None:
-            from ..executorch.lowering import node_ops
+            from ..executorch.lowering import node_writers
 
-            ops = node_ops(program)
-        names = TensorNames(table, node_names, ops, half_open=kind == "csv")
+            writers = node_writers(program)
+        names = TensorNames(table, node_names, writers, half_open=kind == "csv")
         print_explanation(explain_peaks(table, len(memories)), memories, names)
         print()
 

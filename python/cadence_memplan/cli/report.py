@@ -44,15 +44,14 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs"
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """First column left-aligned (names), the rest right-aligned (numbers)."""
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
+    """The first ``names`` columns left-aligned (names), the rest right-aligned (numbers)."""
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        first, *rest = cells
         return "  ".join(
-            [first.ljust(widths[0])]
-            + [cell.rjust(width) for cell, width in zip(rest, widths[1:], strict=True)]
+            cell.ljust(width) if index < names else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
         )
 
     print(line(headers))
@@ -176,26 +175,29 @@ def _node(node: int, node_names: Sequence[str] | None) -> str:
 
 
 class TensorNames:
-    """How the explanation names tensors and lifetimes: models by node and op, inclusive
-    ``[start, end]``; CSV instances by id, half-open ``[lower, upper)`` as the file has."""
+    """How the explanation names tensors and lifetimes: models by node, with the node that
+    writes the tensor and its op, inclusive ``[start, end]``; CSV instances by id,
+    half-open ``[lower, upper)`` as the file has."""
 
     def __init__(
         self,
         table: TensorTable,
         node_names: Sequence[str] | None = None,
-        node_ops: Sequence[str] | None = None,
+        node_writers: Sequence[tuple[str, str]] | None = None,
         half_open: bool = False,
     ) -> None:
         self.table = table
         self.half_open = half_open
         self.node_names = node_names
-        self.ops: dict[str, str] | None = None
-        if node_names is not None and node_ops is not None:
-            self.ops = dict(zip(node_names, node_ops, strict=True))
+        self.writers: dict[str, tuple[str, str]] | None = None
+        if node_names is not None and node_writers is not None:
+            self.writers = dict(zip(node_names, node_writers, strict=True))
 
     @property
-    def name_header(self) -> str:
-        return "id" if self.half_open else "tensor"
+    def headers(self) -> list[str]:
+        if self.half_open:
+            return ["id"]
+        return ["tensor", "written by", "op"] if self.writers is not None else ["tensor"]
 
     @property
     def lifetime_header(self) -> str:
@@ -204,23 +206,25 @@ class TensorNames:
     def name(self, row: int) -> str:
         return str(self.table.labels[row])
 
-    def op(self, row: int) -> str:
-        assert self.ops is not None
-        node = self.name(row).split("[")[0]  # "split_with_sizes[1]": the node's i-th output
-        return self.ops.get(node, "?")
+    def cells(self, row: int) -> list[str]:
+        """The cells under :attr:`headers`."""
+        if self.writers is None:
+            return [self.name(row)]
+        node = self.name(row).split("[")[0]  # "split[1]": the node's second output
+        return [self.name(row), *self.writers.get(node, ("?", "?"))]
 
     def lifetime(self, row: int) -> str:
         start, end = int(self.table.starts[row]), int(self.table.ends[row])
         return f"[{start}, {end + 1})" if self.half_open else f"[{start}, {end}]"
 
     def describe(self, row: int) -> str:
-        """One tensor in a sentence: name (op), offset, size, lifetime."""
-        name = self.name(row) + (f" ({self.op(row)})" if self.ops is not None else "")
+        """One tensor in a sentence: name (writer: op), bytes, lifetime."""
+        name = f"{self.headers[0]} {self.name(row)}"
+        if self.writers is not None:
+            _, writer, op = self.cells(row)
+            name += f" ({writer}: {op})"
         offset, size = int(self.table.offsets[row]), int(self.table.sizes[row])
-        return (
-            f"{self.name_header} {name} at bytes [{offset:,}, {offset + size:,}), alive"
-            f" {self.lifetime(row)}"
-        )
+        return f"{name} at bytes [{offset:,}, {offset + size:,}), alive {self.lifetime(row)}"
 
 
 def print_explanation(
@@ -251,18 +255,17 @@ def print_explanation(
             f" {len(live):,} live tensor(s), {_bytes(int(table.sizes[live].sum()))}, largest"
             " first:"
         )
-        headers = [names.name_header]
-        if names.ops is not None:
-            headers.append("op")
-        headers += ["size (B)", "offset", names.lifetime_header]
-        rows = []
-        for row in live[:EXPLAIN_ROWS].tolist():
-            cells = [names.name(row)]
-            if names.ops is not None:
-                cells.append(names.op(row))
-            cells += [f"{table.sizes[row]:,}", f"{table.offsets[row]:,}", names.lifetime(row)]
-            rows.append(cells)
-        _print_indented(headers, rows)
+        headers = [*names.headers, "size (B)", "offset", names.lifetime_header]
+        rows = [
+            [
+                *names.cells(row),
+                f"{table.sizes[row]:,}",
+                f"{table.offsets[row]:,}",
+                names.lifetime(row),
+            ]
+            for row in live[:EXPLAIN_ROWS].tolist()
+        ]
+        _print_indented(headers, rows, names=len(names.headers))
         rest = live[EXPLAIN_ROWS:]
         if rest.size:
             print(f"    ... and {rest.size:,} more: {_bytes(int(table.sizes[rest].sum()))}")
@@ -295,11 +298,11 @@ def print_explanation(
             print(f"  ... and {len(peak.top_rows) - 3:,} more tensor(s) ending there")
 
 
-def _print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table under a memory's heading, indented by four spaces."""
+def _print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
+    """A table under a heading, indented by four spaces."""
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        print_table(headers, rows)
+        print_table(headers, rows, names)
     for line in buffer.getvalue().splitlines():
         print("    " + line)
 

@@ -30,7 +30,7 @@ __all__ = [
     "TimedPlanning",
     "lower_and_plan",
     "memory_config",
-    "node_ops",
+    "node_writers",
     "program_table",
 ]
 
@@ -79,7 +79,6 @@ class LoweredPlan:
     table: TensorTable
     node_names: list[str]
     timings: dict[str, float] = field(default_factory=dict)
-    node_ops: list[str] = field(default_factory=list)  # per node: its op, or placeholder/output
 
 
 def program_table(
@@ -150,11 +149,27 @@ def lower_and_plan(
         "memory-planning pass": planning.pass_seconds,
         "whole to_executorch": total_seconds,
     }
-    return LoweredPlan(program, table, node_names, timings, node_ops(program))
+    return LoweredPlan(program, table, node_names, timings)
 
 
-def node_ops(program: ExecutorchProgramManager) -> list[str]:
-    """Per node of the planned graph (index = node index): the op it calls
-    (``aten.linear.default``), or what it is (``placeholder``, ``output``)."""
-    nodes = program.exported_program().graph_module.graph.nodes
-    return [op_name(node.target) if node.op == "call_function" else node.op for node in nodes]
+def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:
+    """Per node of the planned graph (index = node index): the node that writes its tensor
+    and that node's op (``aten.addmm.out``; ``placeholder`` for inputs). After
+    ``to_executorch`` a tensor is an ``alloc`` node, written by the out-variant op that
+    takes it as an ``out`` argument; any other node writes its own."""
+    writers = []
+    for node in program.exported_program().graph_module.graph.nodes:
+        writer = node
+        if node.op == "call_function" and op_name(node.target).endswith("memory.alloc"):
+            takes_as_out = [
+                user
+                for user in node.users
+                if any(
+                    value is node or (isinstance(value, (list, tuple)) and node in value)
+                    for value in user.kwargs.values()
+                )
+            ]
+            writer = takes_as_out[0] if takes_as_out else node
+        op = op_name(writer.target) if writer.op == "call_function" else writer.op
+        writers.append((writer.name, op))
+    return writers

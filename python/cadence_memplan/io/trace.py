@@ -14,7 +14,7 @@ process named after it, sorted fastest first, holding:
 
 Viewers draw the complete events of one thread as a stack and expect them to nest, so
 tensors whose lifetimes overlap go on different threads (lanes): each tensor takes the
-lowest-numbered lane free from its start, as many lanes as tensors are alive at once.
+lowest-numbered lane free at its start, as many lanes as tensors are alive at once.
 Events are O(n): one per tensor, at most two counter samples per tensor, a few metadata
 events per memory and lane. (ExecuTorch's ``activation_memory_profiler.py`` writes one
 event per tensor per node instead.)
@@ -42,7 +42,9 @@ COUNTER_KEY = "bytes"
 
 def assign_lanes(starts: IntArray, ends: IntArray) -> IntArray:
     """A lane (0, 1, ...) per tensor such that no two tensors of a lane overlap in time
-    (inclusive lifetimes); the fewest lanes possible, each tensor in the lowest free one."""
+    (inclusive lifetimes). Taken in order of start, each tensor gets the lowest lane free
+    at its start, so the lanes are as many as tensors alive at once (a tensor that is
+    never alive may add one)."""
     lanes = np.zeros(len(starts), dtype=np.int64)
     free: list[int] = []  # lanes that are free again, lowest first
     busy: list[tuple[int, int]] = []  # (first node free again, lane)
