@@ -35,6 +35,7 @@ from cadence_memplan.io import (
 from cadence_memplan.io.trace import COUNTER_KEY, COUNTER_NAME, assign_lanes
 from cadence_memplan.stats import (
     TensorTable,
+    format_bytes,
     live_bytes_changes,
     memory_stats,
     peak_live_node_per_memory,
@@ -475,19 +476,40 @@ def test_cli_trace(small_csv: Path, tmp_path: Path) -> None:
     assert document["otherData"]["input"] == "small.csv"
 
 
-def test_cli_explain_csv(small_csv: Path) -> None:
-    result = run(small_csv, "--memory", TWO_MEMORIES, "--explain", "--quiet")
+def test_cli_explain_csv(small_csv: Path, tmp_path: Path) -> None:
+    """What --explain prints is what explain_peaks finds in the plan the run wrote."""
+    plan = tmp_path / "plan.json"
+    result = run(small_csv, "--memory", TWO_MEMORIES, "--explain", "--quiet", "--out", plan)
     assert result.returncode == 0, result.stderr
-    rows = report_rows(result.stdout)
     text = result.stdout
-    assert "explain 1 (memory 1): peak usage" in text
-    usage, bound = number(rows["1"][3]), number(rows["1"][5])
-    gap_words = "no gap" if usage == bound else f"gap {usage - bound:,} B"
-    assert f"peak-live lower bound {bound:,} B (" in text or f"bound {bound:,} B:" in text
-    assert gap_words in text
-    # CSV buffers are named by id with the file's half-open lifetimes.
-    assert "id  size (B)  offset  lifetime [lower, upper)" in text
-    assert "peak usage reached by id " in text
+    plan_file = read_plan_file(plan)
+    assert plan_file.memories is not None
+    explained = explain_peaks(plan_file.table, len(plan_file.memories))
+    assert any(peak.hole_sizes.size for peak in explained), "the small plan should have holes"
+    labels = plan_file.table.labels
+    for peak in explained:
+        section = text.split(f"explain {peak.mem_id} (memory {peak.mem_id}): ")[1]
+        section = section.split("\nexplain ")[0]
+        gap = "no gap" if peak.gap == 0 else f"gap {peak.gap:,} B"
+        assert section.startswith(
+            f"peak usage {peak.peak_usage:,} B ({format_bytes(peak.peak_usage)}), peak-live lower bound"
+            f" {peak.peak_live_bytes:,} B"
+        )
+        assert gap in section.splitlines()[0]
+        assert f"live bytes peak first at node {peak.peak_node}:" in section
+        # CSV buffers are named by id, with the file's half-open lifetimes, largest first.
+        listed = re.findall(r"^    (\w) +[0-9,]+ +[0-9,]+ +\[\d+, \d+\)$", section, re.MULTILINE)
+        assert listed == [labels[row] for row in peak.live_rows]
+        assert "id  size (B)  offset  lifetime [lower, upper)" in section
+        if peak.hole_sizes.size:
+            holes = f"{len(peak.hole_sizes)} hole(s) below the peak usage there, {peak.gap} B"
+            assert f"{holes}: all of the gap:" in section
+            for offset, size in zip(peak.hole_offsets, peak.hole_sizes, strict=True):
+                assert re.search(rf"^    {offset:,} +{size:,}$", section, re.MULTILINE)
+        else:
+            assert "no holes below the peak usage there" in section
+        for row in peak.top_rows:
+            assert f"peak usage reached by id {labels[row]} at bytes" in section
 
 
 def test_cli_out_minimalloc_round_trip(small_csv: Path, tmp_path: Path) -> None:
@@ -595,7 +617,11 @@ def test_cli_model_explain_trace_and_plan(tmp_path: Path) -> None:
     assert "placer (C++ core)" in document["timings_seconds"]
     rows = report_rows(result.stdout)
     events = json.loads(trace.read_text())["traceEvents"]
-    assert sum(event["ph"] == "X" for event in events) == len(document["tensors"])
+    complete = [event for event in events if event["ph"] == "X"]
+    assert len(complete) == len(document["tensors"])
+    ops = {event["args"]["op"] for event in complete}
+    assert "aten.addmm.out" in ops  # the mlp's linear layers, as the out-variant op
+    assert "placeholder" in ops  # its input
     for memory in document["memories"]:
         samples = [
             event["args"]["bytes"]

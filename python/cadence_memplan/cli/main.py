@@ -552,15 +552,15 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     if problem is not None and kind == "csv":
         problem = _in_file_terms(problem, table.labels)  # type: ignore[arg-type]
     print(f"plan check: {problem or 'valid'}")
+    writers = None
+    if program is not None and (arguments.explain or arguments.trace):
+        from ..executorch.lowering import node_writers
+
+        writers = node_writers(program)
+    names = TensorNames(table, node_names, writers, half_open=kind == "csv")
     if arguments.explain:
         from ..analysis.explain import explain_peaks
 
-        writers = None
-        if program is not None:
-            from ..executorch.lowering import node_writers
-
-            writers = node_writers(program)
-        names = TensorNames(table, node_names, writers, half_open=kind == "csv")
         print_explanation(explain_peaks(table, len(memories)), memories, names)
         print()
 
@@ -571,7 +571,7 @@ def _run_plan(arguments: argparse.Namespace) -> int:
         _write_minimalloc(minimalloc_paths, table, memories)
         if arguments.trace:
             progress(f"writing {arguments.trace}")
-            write_trace(arguments.trace, table, memories, label, algorithm)
+            write_trace(arguments.trace, table, memories, label, algorithm, names.writer_rows())
             print(
                 f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
                 " chrome://tracing; time = node index)"

@@ -213,6 +213,12 @@ class TensorNames:
         node = self.name(row).split("[")[0]  # "split[1]": the node's second output
         return [self.name(row), *self.writers.get(node, ("?", "?"))]
 
+    def writer_rows(self) -> list[tuple[str, str]] | None:
+        """Per row, the node that writes the tensor and its op; None without a model."""
+        if self.writers is None:
+            return None
+        return [(writer, op) for _, writer, op in map(self.cells, range(len(self.table)))]
+
     def lifetime(self, row: int) -> str:
         start, end = int(self.table.starts[row]), int(self.table.ends[row])
         return f"[{start}, {end + 1})" if self.half_open else f"[{start}, {end}]"

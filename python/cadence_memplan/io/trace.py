@@ -6,7 +6,8 @@ process named after it, sorted fastest first, holding:
 * one complete event (``"ph": "X"``) per tensor: ``ts`` = its first node, ``dur`` = the
   nodes of its inclusive lifetime ``[start, end]`` (``end - start + 1``; 0 for a tensor
   that is never alive), with its name, size, offset, memory and absolute address (the
-  memory's base address + offset, when the memory has one) in ``args``;
+  memory's base address + offset, when the memory has one) in ``args``, and for models
+  the node that writes it and that node's op;
 * a counter track ``live`` (``"ph": "C"``, one value ``bytes``) of the bytes of live
   tensors, sampled only where it changes. Tensors that lie inside another's storage on
   purpose (``TensorTable.shares_storage``) are left out of it, as from the peak-live lower
@@ -68,9 +69,14 @@ def _metadata(kind: str, pid: int, tid: int, value: object) -> dict[str, Any]:
 
 
 def trace_events(
-    table: TensorTable, memories: Sequence[Memory], label: str = "", algorithm: str = ""
+    table: TensorTable,
+    memories: Sequence[Memory],
+    label: str = "",
+    algorithm: str = "",
+    writers: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The trace as a JSON-ready dict (``{"traceEvents": [...], ...}``)."""
+    """The trace as a JSON-ready dict (``{"traceEvents": [...], ...}``). ``writers``, per
+    row, the node that writes the tensor and its op (models), go into the events' args."""
     events: list[dict[str, Any]] = []
     counter_ids, counter_times, counter_bytes = live_bytes_changes(
         *(
@@ -101,6 +107,8 @@ def trace_events(
             }
             if memory.base_address is not None:
                 args["address"] = hex(memory.base_address + offset)
+            if writers is not None:
+                args["written by"], args["op"] = writers[row]
             if table.shares_storage[row]:
                 args["shares_storage"] = True
             events.append(
@@ -141,7 +149,8 @@ def write_trace(
     memories: Sequence[Memory],
     label: str = "",
     algorithm: str = "",
+    writers: Sequence[tuple[str, str]] | None = None,
 ) -> None:
     """Write :func:`trace_events` as compact JSON (large plans make large files)."""
-    document = trace_events(table, memories, label, algorithm)
+    document = trace_events(table, memories, label, algorithm, writers)
     Path(path).write_text(json.dumps(document, separators=(",", ":")) + "\n", encoding="utf-8")
