@@ -18,10 +18,10 @@ silences them). Output paths are checked before any planning starts.
 ``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the
 plans are identical, 1 they differ, 2 error.
 
-Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, lowering failed, an
-output could not be written), 2 usage error (bad option, missing or unreadable input),
-130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one line on
-stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, lowering
+failed, an output could not be written), 2 usage error (bad option, missing or unreadable
+input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
+line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
