@@ -12,7 +12,7 @@ import pytest
 
 import cadence_memplan
 from cadence_memplan.io import parse_memory_spec
-from cadence_memplan.stats import TensorTable, live_bytes_over_time
+from cadence_memplan.stats import TensorTable
 from cadence_memplan.synthetic import synthetic_graph
 
 matplotlib = pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
@@ -22,6 +22,7 @@ from cadence_memplan.cli.plot import (
     LABEL_LIMIT,
     MIN_PIXELS,
     binary_tick_step,
+    live_bytes_per_node,
     plot_memory_map,
 )
 
@@ -139,12 +140,14 @@ def test_live_bytes_curve(tmp_path: Path) -> None:
     table = planned(300)
     root = svg_of(tmp_path, table, MEMORIES)
     assert "live bytes" in texts(root)
-    # Its values: the bytes alive at each node, as a brute force counts them.
+    # Its values: each memory's bytes alive at each node, as a brute force counts them.
     node_count = int(table.ends.max()) + 1
-    live = live_bytes_over_time(table.sizes, table.starts, table.ends, node_count)
-    for node in range(node_count):
-        alive = (table.starts <= node) & (node <= table.ends)
-        assert live[node] == int(table.sizes[alive].sum())
+    for mem_id in (1, 2, 3):
+        live = live_bytes_per_node(table, mem_id, node_count)
+        assert len(live) == node_count + 1
+        for node in range(node_count + 1):
+            alive = (table.starts <= node) & (node <= table.ends) & (table.mem_ids == mem_id)
+            assert live[node] == int(table.sizes[alive].sum())
 
 
 def test_many_tensors_are_aggregated(tmp_path: Path) -> None:

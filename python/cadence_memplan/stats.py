@@ -19,11 +19,13 @@ __all__ = [
     "MemoryStats",
     "TensorTable",
     "format_bytes",
-    "live_bytes_over_time",
+    "live_bytes_changes",
     "memory_stats",
+    "op_name",
     "overall_peak",
     "peak_live_bytes",
     "peak_live_bytes_per_memory",
+    "peak_live_node_per_memory",
     "peak_usage_over_time",
     "peak_usage_per_memory",
     "storage_sharing_spec_ids",
@@ -59,7 +61,8 @@ _OUTPUT_INSIDE_INPUT = frozenset(
 _INPUTS_INSIDE_OUTPUT = frozenset({"aten._cat_nop.out"})
 
 
-def _op_name(target: object) -> str:
+def op_name(target: object) -> str:
+    """A node target's name as ``namespace.op.overload`` (module.function for Python ops)."""
     if inspect.isfunction(target):  # memory.view and other plain Python ops
         return f"{target.__module__}.{target.__qualname__}"
     return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
@@ -74,7 +77,7 @@ def storage_sharing_spec_ids(graph_module: object) -> set[int]:
     for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
         if node.op != "call_function":
             continue
-        name = _op_name(node.target)
+        name = op_name(node.target)
         if name in _OUTPUT_INSIDE_INPUT:
             shared.add(id(node.meta.get("spec")))
         elif name in _INPUTS_INSIDE_OUTPUT:
@@ -144,6 +147,43 @@ def peak_usage_per_memory(
     return usage
 
 
+def live_bytes_changes(
+    mem_ids: IntArray, sizes: IntArray, starts: IntArray, ends: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Each memory's live bytes as a step function, only where it changes: ``(ids, times,
+    live)``, sorted by memory then time, where memory ``ids[k]`` holds ``live[k]`` bytes of
+    live tensors from node ``times[k]`` until its next entry (the last entry, 0 bytes, is
+    one node after the memory's last tensor ends). O(n log n) and at most 2n entries,
+    whatever the span of the node indices.
+    """
+    alive = starts <= ends
+    ids, alive_sizes = mem_ids[alive], sizes[alive]
+    # A tensor adds its size when it starts and takes it away one node after it ends.
+    # Sorted by memory, then time, every prefix sum is a real moment's live bytes once all
+    # of that moment's events are in; each memory's events sum to zero, so one running sum
+    # serves all memories.
+    event_ids = np.concatenate([ids, ids])
+    event_times = np.concatenate([starts[alive], ends[alive] + 1])
+    event_bytes = np.concatenate([alive_sizes, -alive_sizes])
+    order = np.lexsort((event_bytes, event_times, event_ids))
+    event_ids, event_times = event_ids[order], event_times[order]
+    live = np.cumsum(event_bytes[order])
+    # The value after a moment's last event is the moment's; keep it where it changes.
+    last_of_moment = np.ones(len(live), dtype=bool)
+    last_of_moment[:-1] = (event_ids[1:] != event_ids[:-1]) | (event_times[1:] != event_times[:-1])
+    event_ids, event_times, live = (
+        event_ids[last_of_moment],
+        event_times[last_of_moment],
+        live[last_of_moment],
+    )
+    # Each memory starts from 0 bytes, so an entry is a change if it differs from the one
+    # before it in the same memory, or from 0 as its memory's first.
+    before = np.zeros(len(live), dtype=np.int64)
+    before[1:] = np.where(event_ids[1:] == event_ids[:-1], live[:-1], 0)
+    changed = live != before
+    return event_ids[changed], event_times[changed], live[changed]
+
+
 def peak_live_bytes_per_memory(
     mem_ids: IntArray, sizes: IntArray, starts: IntArray, ends: IntArray, memory_count: int
 ) -> IntArray:
@@ -152,18 +192,27 @@ def peak_live_bytes_per_memory(
     No placement of those tensors in that memory can use fewer bytes: a lower bound to hold
     the memory's peak usage against.
     """
-    alive = starts <= ends
-    ids, alive_sizes = mem_ids[alive], sizes[alive]
-    # A tensor adds its size when it starts and takes it away one node after it ends.
-    # Sorted by memory, then time, removals first at equal times, every prefix sum is a real
-    # moment's live bytes; each memory's events sum to zero, so one running sum serves all.
-    event_ids = np.concatenate([ids, ids])
-    event_times = np.concatenate([starts[alive], ends[alive] + 1])
-    event_bytes = np.concatenate([alive_sizes, -alive_sizes])
-    order = np.lexsort((event_bytes, event_times, event_ids))
+    ids, _, live = live_bytes_changes(mem_ids, sizes, starts, ends)
     peaks = np.zeros(memory_count + 1, dtype=np.int64)
-    np.maximum.at(peaks, event_ids[order], np.cumsum(event_bytes[order]))
+    np.maximum.at(peaks, ids, live)
     return peaks
+
+
+def peak_live_node_per_memory(
+    mem_ids: IntArray, sizes: IntArray, starts: IntArray, ends: IntArray, memory_count: int
+) -> IntArray:
+    """Index m = 1..memory_count: the first node where memory m's live bytes reach their
+    peak (:func:`peak_live_bytes_per_memory`); -1 for a memory with nothing alive."""
+    ids, times, live = live_bytes_changes(mem_ids, sizes, starts, ends)
+    peaks = np.zeros(memory_count + 1, dtype=np.int64)
+    np.maximum.at(peaks, ids, live)
+    at_peak = np.flatnonzero((live == peaks[ids]) & (live > 0))
+    # Entries are sorted by memory then time: a memory's first entry at its peak is the
+    # earliest node.
+    memories, first = np.unique(ids[at_peak], return_index=True)
+    nodes = np.full(memory_count + 1, -1, dtype=np.int64)
+    nodes[memories] = times[at_peak[first]]
+    return nodes
 
 
 def peak_live_bytes(starts: IntArray, ends: IntArray, sizes: IntArray) -> int:
@@ -173,18 +222,6 @@ def peak_live_bytes(starts: IntArray, ends: IntArray, sizes: IntArray) -> int:
     return int(peak_live_bytes_per_memory(ids, sizes, starts, ends, 1)[1])
 
 
-def live_bytes_over_time(
-    sizes: IntArray, starts: IntArray, ends: IntArray, node_count: int
-) -> IntArray:
-    """Bytes alive at each node ``0..node_count`` (the last entry counts nothing that
-    ends by ``node_count - 1``)."""
-    alive = starts <= ends
-    changes = np.zeros(node_count + 1, dtype=np.int64)
-    np.add.at(changes, starts[alive], sizes[alive])
-    np.subtract.at(changes, ends[alive] + 1, sizes[alive])
-    return np.cumsum(changes)
-
-
 def peak_usage_over_time(
     sizes: IntArray, starts: IntArray, ends: IntArray, node_count: int
 ) -> tuple[int, int]:
@@ -192,7 +229,11 @@ def peak_usage_over_time(
 
     Node indices are ``0..node_count-1``; upstream's ``find_peak_memory_usage`` arithmetic.
     """
-    usage = live_bytes_over_time(sizes, starts, ends, node_count)
+    alive = starts <= ends
+    changes = np.zeros(node_count + 1, dtype=np.int64)
+    np.add.at(changes, starts[alive], sizes[alive])
+    np.subtract.at(changes, ends[alive] + 1, sizes[alive])
+    usage = np.cumsum(changes)
     peak_node = int(np.argmax(usage))  # The first maximum, as upstream's list.index.
     return int(usage[peak_node]), peak_node
 

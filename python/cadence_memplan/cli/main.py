@@ -2,7 +2,11 @@
 
     cadence-memplan plan [INPUT] [--memory fast=256KiB:16,near=4MiB:64,far=1GiB:64]
                          [--algo position] [--plot map.png] [--out plan.json]
+                         [--out-minimalloc plan.csv] [--trace trace.json] [--explain]
                          [--pte model.pte] [--compare] [--quiet]
+    cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
+                          [--out sweep.csv] [--plot sweep.png]
+    cadence-memplan diff A.json B.json
 
 INPUT is a ``torch.export`` archive (``.pt2``), a MiniMalloc CSV instance (``.csv``) or a
 built-in name (``--list-models``). Models go ``torch.export`` -> ``to_edge`` ->
@@ -13,10 +17,19 @@ synthetic graphs are planned with the array API (numpy only, no torch needed).
 The report goes to stdout; progress lines with the elapsed time go to stderr (``--quiet``
 silences them). Output paths are checked before any planning starts.
 
-Exit codes: 0 planned, 1 planning failed (a tensor fits nowhere, lowering failed, an
-output could not be written), 2 usage error (bad option, missing or unreadable input),
-130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one line on
-stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+``sweep`` plans INPUT again at STEPS sizes of memory M (a model is lowered once; each
+size re-runs only its memory planning) and prints a row per size: each memory's tensor
+bytes and count, the bytes outside memory 1, whether it fits, and the sizes where a
+bigger M holds fewer bytes. Its exit codes are ``plan``'s (a size that does not fit is a
+row, not a failure).
+
+``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the
+plans are identical, 1 they differ, 2 error.
+
+Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, lowering
+failed, an output could not be written), 2 usage error (bad option, missing or unreadable
+input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
+line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -52,15 +65,19 @@ from ..analysis.sweep import (
 )
 from ..api import plan, validate
 from ..io.memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, read_memory_config
-from ..io.minimalloc import read_minimalloc_csv
-from ..io.plans import write_plan
+from ..io.minimalloc import read_minimalloc_csv, write_minimalloc_solution
+from ..io.plans import read_plan_file, write_plan
+from ..io.trace import write_trace
 from ..stats import TensorTable, format_bytes
 from ..synthetic import synthetic_graph
 from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
 from .plot import PLOT_SUFFIXES
 from .report import (
+    TensorNames,
     format_seconds,
     print_comparison,
+    print_diff,
+    print_explanation,
     print_placer_comparison,
     print_report,
     print_table,
@@ -71,6 +88,7 @@ __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
 PROG = "cadence-memplan"
 DEFAULT_ALGORITHM = "position"  # as cadence_memplan.plan and upstream's mem_algo=0
 EXIT_PLANNING_FAILED = 1
+EXIT_PLANS_DIFFER = 1  # diff, like diff(1)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `head`
@@ -130,6 +148,26 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     planner.add_argument("--out", metavar="FILE", help="write the plan per tensor (.json, .csv)")
     planner.add_argument(
+        "--out-minimalloc",
+        metavar="FILE.csv",
+        help="write the plan as MiniMalloc solutions (id,lower,upper,size,offset; half-open"
+        " lifetimes): FILE.csv for a one-memory hierarchy, else one FILE-NAME.csv per memory"
+        " NAME, each a one-memory solution (tensors inside another's storage and tensors"
+        " never alive are left out)",
+    )
+    planner.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="write a Chrome trace (Perfetto UI, chrome://tracing): a process per memory, an"
+        " event per tensor over its lifetime (time = node index), a live-bytes counter",
+    )
+    planner.add_argument(
+        "--explain",
+        action="store_true",
+        help="explain each memory's peak: the live tensors and the holes at the node where"
+        " its live bytes peak, and the gap between its peak usage and the peak-live bound",
+    )
+    planner.add_argument(
         "--pte",
         metavar="FILE",
         help="write the planned program (models only; it holds Cadence ops, so it runs on an"
@@ -148,6 +186,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show tracebacks and library warnings"
     )
     _add_sweep_parser(commands)
+    differ = commands.add_parser(
+        "diff",
+        help="compare two plan JSON files (plan --out): moved tensors, peaks per memory",
+        description="List the tensors that moved (memory or offset) between two plan JSON"
+        " files written by `plan --out`, matched by name, and each memory's peak usage and"
+        " peak-live bound in both. Exit status as diff(1): 0 identical, 1 different, 2 error.",
+    )
+    differ.add_argument("before", metavar="A.json", help="the first plan (---)")
+    differ.add_argument("after", metavar="B.json", help="the second plan (+++)")
+    differ.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
 
@@ -516,6 +564,11 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     memories = _memories(arguments)
     _check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
     _check_output(arguments.out, "--out", (".json", ".csv"))
+    _check_output(arguments.trace, "--trace", (".json",))
+    _check_output(arguments.out_minimalloc, "--out-minimalloc", (".csv",))
+    minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, memories)
+    for solution_path in minimalloc_paths.values():
+        _check_output(str(solution_path), "--out-minimalloc", (".csv",))
     _check_output(arguments.pte, "--pte", (".pte",))
     _check_matplotlib(arguments.plot)
     if arguments.input is None and not _model_stack_installed():
@@ -581,11 +634,30 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     if problem is not None and kind == "csv":
         problem = _in_file_terms(problem, table.labels)  # type: ignore[arg-type]
     print(f"plan check: {problem or 'valid'}")
+    writers = None
+    if program is not None and (arguments.explain or arguments.trace):
+        from ..executorch.lowering import node_writers
+
+        writers = node_writers(program)
+    names = TensorNames(table, node_names, writers, half_open=kind == "csv")
+    if arguments.explain:
+        from ..analysis.explain import explain_peaks
+
+        print_explanation(explain_peaks(table, len(memories)), memories, names)
+        print()
 
     try:
         if arguments.out:
-            write_plan(arguments.out, table, memories, algorithm)
+            write_plan(arguments.out, table, memories, algorithm, label, timings)
             print(f"wrote plan: {arguments.out}")
+        _write_minimalloc(minimalloc_paths, table, memories)
+        if arguments.trace:
+            progress(f"writing {arguments.trace}")
+            write_trace(arguments.trace, table, memories, label, algorithm, names.writer_rows())
+            print(
+                f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
+                " chrome://tracing; time = node index)"
+            )
         if arguments.pte:
             assert program is not None  # --pte was refused above for inputs that are not models
             Path(arguments.pte).write_bytes(program.buffer)
@@ -610,6 +682,82 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     if not same:
         raise CliError("placements differ from the comparison placer", EXIT_PLANNING_FAILED)
     return 0
+
+
+def _minimalloc_paths(text: str | None, memories: Sequence[Memory]) -> dict[int, Path]:
+    """Where --out-minimalloc writes each memory: MiniMalloc's format has one memory, so a
+    hierarchy of several gets a file per memory, FILE-NAME.csv."""
+    if text is None:
+        return {}
+    path = Path(text)
+    if len(memories) == 1:
+        return {1: path}
+    return {
+        mem_id: path.with_name(f"{path.stem}-{memory.name}{path.suffix}")
+        for mem_id, memory in enumerate(memories, start=1)
+    }
+
+
+def _write_minimalloc(
+    paths: dict[int, Path], table: TensorTable, memories: Sequence[Memory]
+) -> None:
+    for mem_id, path in paths.items():
+        memory = memories[mem_id - 1]
+        in_memory = table.mem_ids == mem_id
+        # Tensors inside another's storage overlap it by design, and MiniMalloc's lifetimes
+        # hold at least one step: neither has a place in a MiniMalloc solution.
+        inside = in_memory & table.shares_storage
+        never_alive = in_memory & ~table.shares_storage & (table.starts > table.ends)
+        rows = np.flatnonzero(in_memory & ~inside & ~never_alive)
+        write_minimalloc_solution(
+            path,
+            [table.labels[row] for row in rows.tolist()],
+            table.starts[rows],
+            table.ends[rows],
+            table.sizes[rows],
+            table.offsets[rows],
+        )
+        left_out = [
+            f"{int(count):,} {what}"
+            for count, what in (
+                (inside.sum(), "inside another's storage"),
+                (never_alive.sum(), "never alive"),
+            )
+            if count
+        ]
+        print(
+            f"wrote MiniMalloc solution: {path} (memory {memory.name}, capacity"
+            f" {memory.size:,} B: {len(rows):,} tensor(s)"
+            + (f"; left out: {', '.join(left_out)}" if left_out else "")
+            + ")"
+        )
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def _run_diff(arguments: argparse.Namespace) -> int:
+    from ..analysis.diff import diff_plans
+
+    plans = []
+    for path in (arguments.before, arguments.after):
+        if Path(path).suffix.lower() != ".json":
+            raise CliError(f"{path}: diff compares plan JSON files (written by plan --out x.json)")
+        try:
+            plan_file = read_plan_file(path)
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or error
+            raise CliError(f"cannot read {path}: {reason}") from error
+        except ValueError as error:
+            raise CliError(_one_line(str(error))) from error
+        # JSON plan files always list their memories.
+        plans.append((plan_file.table, plan_file.memories or []))
+    difference = diff_plans(*plans[0], *plans[1])
+    print_diff(difference, arguments.before, arguments.after)
+    return 0 if difference.identical else EXIT_PLANS_DIFFER
+
+
+# --------------------------------------------------------------------------- sweep
 
 
 def _run_sweep(arguments: argparse.Namespace) -> int:
@@ -787,7 +935,8 @@ def _stdout_closed() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
-    if arguments_list[:1] not in (["plan"], ["sweep"], ["-h"], ["--help"], ["--version"]):
+    commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
+    if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")
     parser = _build_parser()
@@ -797,7 +946,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stdout_closed()
     debug = arguments.debug
     try:
-        status = _run_sweep(arguments) if arguments.command == "sweep" else _run_plan(arguments)
+        run = {"sweep": _run_sweep, "diff": _run_diff}.get(arguments.command, _run_plan)
+        status = run(arguments)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status
     except BrokenPipeError:
@@ -818,4 +968,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             " (rerun with --debug for the traceback)",
             file=sys.stderr,
         )
-        return EXIT_PLANNING_FAILED
+        # diff's 1 means "the plans differ", so its errors are 2, as diff(1)'s.
+        return EXIT_USAGE if arguments.command == "diff" else EXIT_PLANNING_FAILED

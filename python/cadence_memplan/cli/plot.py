@@ -27,7 +27,14 @@ import numpy as np
 
 from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
 from ..io.memories import Memory
-from ..stats import TensorTable, format_bytes, live_bytes_over_time, memory_stats, overall_peak
+from ..stats import (
+    IntArray,
+    TensorTable,
+    format_bytes,
+    live_bytes_changes,
+    memory_stats,
+    overall_peak,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -37,6 +44,7 @@ __all__ = [
     "LABEL_LIMIT",
     "PLOT_SUFFIXES",
     "binary_tick_step",
+    "live_bytes_per_node",
     "plot_memory_map",
     "plot_sweep",
 ]
@@ -238,8 +246,7 @@ def _draw_memory(
             )
         if len(chosen) <= LABEL_LIMIT:
             _label_tensors(axis, table, chosen, x_pixels, y_pixels)
-    own = chosen[~table.shares_storage[chosen]]
-    live = live_bytes_over_time(table.sizes[own], table.starts[own], table.ends[own], last_node)
+    live = live_bytes_per_node(table, mem_id, last_node)
     columns = int(axis.get_window_extent().width)
     if last_node <= columns:
         axis.step(
@@ -267,6 +274,19 @@ def _draw_memory(
         edges, np.append(most, most[-1]), where="post", color="black", linewidth=0.6,
         label="live bytes (band: least to most in a pixel's nodes)", zorder=3,
     )  # fmt: skip
+
+
+def live_bytes_per_node(table: TensorTable, mem_id: int, node_count: int) -> IntArray:
+    """Memory ``mem_id``'s live bytes at each node ``0..node_count`` (tensors inside
+    another's storage left out, as in the peak-live bound)."""
+    own = ~table.shares_storage
+    ids, times, live = live_bytes_changes(
+        table.mem_ids[own], table.sizes[own], table.starts[own], table.ends[own]
+    )
+    times, live = times[ids == mem_id], live[ids == mem_id]
+    # Each change holds until the next: the value at a node is the last change at or before it.
+    last_change = np.searchsorted(times, np.arange(node_count + 1), side="right") - 1
+    return np.where(last_change >= 0, live[np.maximum(last_change, 0)], 0)
 
 
 def _tooltip(table: TensorTable, row: int, memory: Memory) -> str:

@@ -3,16 +3,22 @@ and the ``--compare`` lines."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..analysis.diff import MemoryChange, PlanDiff
+from ..analysis.explain import MemoryPeak
 from ..io.memories import Memory
 from ..stats import TensorTable, format_bytes, memory_stats, overall_peak
 
 __all__ = [
     "format_seconds",
     "print_comparison",
+    "print_diff",
+    "print_explanation",
     "print_placer_comparison",
     "print_report",
     "print_table",
@@ -38,15 +44,14 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs"
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """First column left-aligned (names), the rest right-aligned (numbers)."""
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
+    """The first ``names`` columns left-aligned (names), the rest right-aligned (numbers)."""
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        first, *rest = cells
         return "  ".join(
-            [first.ljust(widths[0])]
-            + [cell.rjust(width) for cell, width in zip(rest, widths[1:], strict=True)]
+            cell.ljust(width) if index < names else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
         )
 
     print(line(headers))
@@ -149,3 +154,266 @@ def print_comparison(
         return True
     print(f"compare: placements DIFFER: {difference}")
     return False
+
+
+# --------------------------------------------------------------------------- --explain
+
+EXPLAIN_ROWS = 10  # live tensors and holes listed per memory; the rest are summed up
+
+
+def _bytes(count: int, note: str = "") -> str:
+    """``245,760 B (240.0 KiB, note)``; below 1 KiB the bytes once."""
+    notes = [format_bytes(count)] if abs(count) >= 1024 else []
+    notes += [note] if note else []
+    return f"{count:,} B" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _node(node: int, node_names: Sequence[str] | None) -> str:
+    if node_names is not None and 0 <= node < len(node_names):
+        return f"node {node} ({node_names[node]})"
+    return f"node {node}"
+
+
+class TensorNames:
+    """How the explanation names tensors and lifetimes: models by node, with the node that
+    writes the tensor and its op, inclusive ``[start, end]``; CSV instances by id,
+    half-open ``[lower, upper)`` as the file has."""
+
+    def __init__(
+        self,
+        table: TensorTable,
+        node_names: Sequence[str] | None = None,
+        node_writers: Sequence[tuple[str, str]] | None = None,
+        half_open: bool = False,
+    ) -> None:
+        self.table = table
+        self.half_open = half_open
+        self.node_names = node_names
+        self.writers: dict[str, tuple[str, str]] | None = None
+        if node_names is not None and node_writers is not None:
+            self.writers = dict(zip(node_names, node_writers, strict=True))
+
+    @property
+    def headers(self) -> list[str]:
+        if self.half_open:
+            return ["id"]
+        return ["tensor", "written by", "op"] if self.writers is not None else ["tensor"]
+
+    @property
+    def lifetime_header(self) -> str:
+        return "lifetime [lower, upper)" if self.half_open else "lifetime [start, end]"
+
+    def name(self, row: int) -> str:
+        return str(self.table.labels[row])
+
+    def cells(self, row: int) -> list[str]:
+        """The cells under :attr:`headers`."""
+        if self.writers is None:
+            return [self.name(row)]
+        node = self.name(row).split("[")[0]  # "split[1]": the node's second output
+        return [self.name(row), *self.writers.get(node, ("?", "?"))]
+
+    def writer_rows(self) -> list[tuple[str, str]] | None:
+        """Per row, the node that writes the tensor and its op; None without a model."""
+        if self.writers is None:
+            return None
+        return [(writer, op) for _, writer, op in map(self.cells, range(len(self.table)))]
+
+    def lifetime(self, row: int) -> str:
+        start, end = int(self.table.starts[row]), int(self.table.ends[row])
+        return f"[{start}, {end + 1})" if self.half_open else f"[{start}, {end}]"
+
+    def describe(self, row: int) -> str:
+        """One tensor in a sentence: name (writer: op), bytes, lifetime."""
+        name = f"{self.headers[0]} {self.name(row)}"
+        if self.writers is not None:
+            _, writer, op = self.cells(row)
+            name += f" ({writer}: {op})"
+        offset, size = int(self.table.offsets[row]), int(self.table.sizes[row])
+        return f"{name} at bytes [{offset:,}, {offset + size:,}), alive {self.lifetime(row)}"
+
+
+def print_explanation(
+    explained: Sequence[MemoryPeak], memories: Sequence[Memory], names: TensorNames
+) -> None:
+    """``--explain``: per memory, the live tensors and holes at its live-bytes peak, and
+    the gap between its peak usage and the peak-live lower bound."""
+    table = names.table
+    for peak, memory in zip(explained, memories, strict=True):
+        print()
+        title = f"explain {memory.name} (memory {peak.mem_id})"
+        if not (table.mem_ids == peak.mem_id).any():
+            print(f"{title}: no tensors")
+            continue
+        gap = "no gap, no plan can use less"
+        if peak.gap:
+            gap = f"gap {_bytes(peak.gap, f'{peak.gap / peak.peak_usage:.1%} of the peak usage')}"
+        print(
+            f"{title}: peak usage {_bytes(peak.peak_usage)}, peak-live lower bound"
+            f" {_bytes(peak.peak_live_bytes)}: {gap}"
+        )
+        if peak.peak_node < 0:
+            print("  no tensor of this memory is ever alive")
+            continue
+        live = peak.live_rows
+        print(
+            f"  live bytes peak first at {_node(peak.peak_node, names.node_names)}:"
+            f" {len(live):,} live tensor(s), {_bytes(int(table.sizes[live].sum()))}, largest"
+            " first:"
+        )
+        headers = [*names.headers, "size (B)", "offset", names.lifetime_header]
+        rows = [
+            [
+                *names.cells(row),
+                f"{table.sizes[row]:,}",
+                f"{table.offsets[row]:,}",
+                names.lifetime(row),
+            ]
+            for row in live[:EXPLAIN_ROWS].tolist()
+        ]
+        _print_indented(headers, rows, names=len(names.headers))
+        rest = live[EXPLAIN_ROWS:]
+        if rest.size:
+            print(f"    ... and {rest.size:,} more: {_bytes(int(table.sizes[rest].sum()))}")
+        if not len(peak.hole_sizes):
+            print("  no holes below the peak usage there")
+        else:
+            holes = f"{len(peak.hole_sizes):,} hole(s) below the peak usage there"
+            holes += f", {_bytes(peak.hole_bytes)}"
+            if peak.hole_bytes == peak.gap:
+                holes += ": all of the gap"
+            else:  # only when tensors overlap, i.e. the plan is invalid
+                holes += f", not the gap of {_bytes(peak.gap)}: tensors overlap"
+            print("  " + holes + ":")
+        if len(peak.hole_sizes):
+            largest = np.argsort(-peak.hole_sizes, kind="stable")[:EXPLAIN_ROWS]
+            largest = np.sort(largest)  # listed by offset
+            _print_indented(
+                ["offset", "size (B)"],
+                [
+                    [f"{peak.hole_offsets[i]:,}", f"{peak.hole_sizes[i]:,}"]
+                    for i in largest.tolist()
+                ],
+            )
+            if len(peak.hole_sizes) > EXPLAIN_ROWS:
+                smaller = len(peak.hole_sizes) - EXPLAIN_ROWS
+                print(f"    ... and {smaller:,} smaller hole(s)")
+        for row in peak.top_rows[:3].tolist():
+            print(f"  peak usage reached by {names.describe(row)}")
+        if len(peak.top_rows) > 3:
+            print(f"  ... and {len(peak.top_rows) - 3:,} more tensor(s) ending there")
+
+
+def _print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
+    """A table under a heading, indented by four spaces."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        print_table(headers, rows, names)
+    for line in buffer.getvalue().splitlines():
+        print("    " + line)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
+    """``cadence-memplan diff``: each memory's peak usage and bound in both plans, then
+    the tensors that moved or changed, and those only one plan has."""
+
+    def delta(pair: tuple[int, int]) -> str:
+        change = pair[1] - pair[0]
+        return f"{change:+,}" if change else "0"
+
+    def memory_name(change: MemoryChange) -> str:
+        """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
+        names = [m.name for m in (change.before, change.after) if m is not None]
+        return names[0] if len(set(names)) == 1 else "/".join(names)
+
+    def side_name(memory: Memory | None, mem_id: int) -> str:
+        return memory.name if memory is not None else f"{mem_id} (not listed)"
+
+    def memory_text(memory: Memory | None) -> str:
+        if memory is None:
+            return "no such memory"
+        base = "" if memory.base_address is None else f", base {hex(memory.base_address)}"
+        return f"{memory.name}: {memory.size:,} B, alignment {memory.alignment}{base}"
+
+    print(f"--- {before_name}: {difference.tensor_counts[0]:,} tensors")
+    print(f"+++ {after_name}: {difference.tensor_counts[1]:,} tensors")
+    rows = []
+    for memory in difference.memories:
+        rows.append(
+            [
+                memory_name(memory),
+                f"{memory.peak_usage[0]:,}",
+                f"{memory.peak_usage[1]:,}",
+                delta(memory.peak_usage),
+                f"{memory.peak_live_bytes[0]:,}",
+                f"{memory.peak_live_bytes[1]:,}",
+                delta(memory.peak_live_bytes),
+                f"{memory.tensor_count[0]:,}",
+                f"{memory.tensor_count[1]:,}",
+            ]
+        )
+    print_table(
+        [
+            "memory",
+            "peak usage ---",
+            "+++",
+            "change (B)",
+            "peak live ---",
+            "+++",
+            "change (B)",
+            "tensors ---",
+            "+++",
+        ],
+        rows,
+    )
+    for memory in difference.memories:
+        if memory.before != memory.after:
+            print(
+                f"memory {memory.mem_id} differs: --- {memory_text(memory.before)};"
+                f" +++ {memory_text(memory.after)}"
+            )
+    if difference.identical:
+        print(f"plans identical ({difference.tensor_counts[0]:,} tensors)")
+        return
+    before_names = {m.mem_id: side_name(m.before, m.mem_id) for m in difference.memories}
+    after_names = {m.mem_id: side_name(m.after, m.mem_id) for m in difference.memories}
+    moved = difference.moved
+    resized = [change for change in difference.changed if change.before[2:] != change.after[2:]]
+    print(f"moved: {len(moved):,} tensor(s) changed memory or offset")
+    if moved:
+        _print_indented(
+            ["tensor", "size (B)", "memory ---", "offset ---", "memory +++", "offset +++"],
+            [
+                [
+                    change.name,
+                    f"{change.after[2]:,}",
+                    before_names[change.before[0]],
+                    f"{change.before[1]:,}",
+                    after_names[change.after[0]],
+                    f"{change.after[1]:,}",
+                ]
+                for change in moved
+            ],
+        )
+    if resized:
+        print(f"resized: {len(resized):,} tensor(s) with another size or lifetime")
+        _print_indented(
+            ["tensor", "size ---", "size +++", "lifetime ---", "lifetime +++"],
+            [
+                [
+                    change.name,
+                    f"{change.before[2]:,}",
+                    f"{change.after[2]:,}",
+                    f"[{change.before[3]}, {change.before[4]}]",
+                    f"[{change.after[3]}, {change.after[4]}]",
+                ]
+                for change in resized
+            ],
+        )
+    for sign, only in (("---", difference.only_before), ("+++", difference.only_after)):
+        if only:
+            shown = ", ".join(only[:EXPLAIN_ROWS]) + (" ..." if len(only) > EXPLAIN_ROWS else "")
+            print(f"only in {sign}: {len(only):,} tensor(s): {shown}")

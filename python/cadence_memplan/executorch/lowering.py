@@ -23,7 +23,7 @@ from executorch.exir.tensor import TensorSpec
 
 from .._types import ALGORITHMS
 from ..io.memories import Memory
-from ..stats import TensorTable, storage_sharing_spec_ids
+from ..stats import TensorTable, op_name, storage_sharing_spec_ids
 
 __all__ = [
     "LoweredPlan",
@@ -32,6 +32,7 @@ __all__ = [
     "graph_table",
     "lower_and_plan",
     "memory_config",
+    "node_writers",
     "program_table",
 ]
 
@@ -183,3 +184,26 @@ def lower_and_plan(
         "whole to_executorch": total_seconds,
     }
     return LoweredPlan(program, table, node_names, timings)
+
+
+def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:
+    """Per node of the planned graph (index = node index): the node that writes its tensor
+    and that node's op (``aten.addmm.out``; ``placeholder`` for inputs). After
+    ``to_executorch`` a tensor is an ``alloc`` node, written by the out-variant op that
+    takes it as an ``out`` argument; any other node writes its own."""
+    writers = []
+    for node in program.exported_program().graph_module.graph.nodes:
+        writer = node
+        if node.op == "call_function" and op_name(node.target).endswith("memory.alloc"):
+            takes_as_out = [
+                user
+                for user in node.users
+                if any(
+                    value is node or (isinstance(value, (list, tuple)) and node in value)
+                    for value in user.kwargs.values()
+                )
+            ]
+            writer = takes_as_out[0] if takes_as_out else node
+        op = op_name(writer.target) if writer.op == "call_function" else writer.op
+        writers.append((writer.name, op))
+    return writers

@@ -1,21 +1,34 @@
-"""Files in and out: MiniMalloc CSV instances, plan files, memory hierarchies.
+"""Files in and out: MiniMalloc CSV instances and solutions, plan files, Chrome traces,
+memory hierarchies.
 
 Plain Python and numpy; errors are ValueError naming the file, line or option.
 """
 
 from .memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, parse_size, read_memory_config
-from .minimalloc import MinimallocInstance, capacity_from_filename, read_minimalloc_csv
-from .plans import read_plan, write_plan
+from .minimalloc import (
+    MinimallocInstance,
+    capacity_from_filename,
+    read_minimalloc_csv,
+    write_minimalloc_solution,
+)
+from .plans import PlanFile, plan_schema, read_plan, read_plan_file, write_plan
+from .trace import trace_events, write_trace
 
 __all__ = [
     "DEFAULT_MEMORY_SPEC",
     "Memory",
     "MinimallocInstance",
+    "PlanFile",
     "capacity_from_filename",
     "parse_memory_spec",
     "parse_size",
+    "plan_schema",
     "read_memory_config",
     "read_minimalloc_csv",
     "read_plan",
+    "read_plan_file",
+    "trace_events",
+    "write_minimalloc_solution",
     "write_plan",
+    "write_trace",
 ]

@@ -17,6 +17,9 @@ What is rejected, with the file, line and column in the message (ValueError):
 * an empty or repeated ``id``: ids name buffers in results, so they must be unique.
 
 Blank lines are skipped. Ids are kept as the strings the file has (``"b1"``, ``"4093"``).
+
+:func:`write_minimalloc_solution` writes the other way: MiniMalloc's solution format,
+``id,lower,upper,size,offset``, one memory's buffers with their offsets.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,9 +36,15 @@ import numpy.typing as npt
 
 from .._validation import check_int64
 
-__all__ = ["MinimallocInstance", "capacity_from_filename", "read_minimalloc_csv"]
+__all__ = [
+    "MinimallocInstance",
+    "capacity_from_filename",
+    "read_minimalloc_csv",
+    "write_minimalloc_solution",
+]
 
 REQUIRED_COLUMNS = ("id", "lower", "upper", "size")
+SOLUTION_COLUMNS = (*REQUIRED_COLUMNS, "offset")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -130,3 +140,39 @@ def read_minimalloc_csv(path: str | os.PathLike[str]) -> MinimallocInstance:
         ends=np.array(ends, dtype=np.int64),
         sizes=np.array(sizes, dtype=np.int64),
     )
+
+
+def write_minimalloc_solution(
+    path: str | os.PathLike[str],
+    ids: Sequence[object],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+) -> None:
+    """Write buffers of one memory as a MiniMalloc solution, ``id,lower,upper,size,offset``.
+
+    Inclusive lifetimes become half-open ``[start, end + 1)``; a buffer that is never
+    alive (``end < start``) has no such interval, so it is refused (ValueError), as
+    :func:`read_minimalloc_csv` refuses ``upper <= lower``.
+    """
+    never_alive = np.flatnonzero(ends < starts)
+    if never_alive.size:
+        first = int(never_alive[0])
+        raise ValueError(
+            f"buffer {ids[first]!r} is never alive (lifetime [{starts[first]}, {ends[first]}]);"
+            " MiniMalloc's format needs at least one step"
+        )
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(SOLUTION_COLUMNS)
+        writer.writerows(
+            zip(
+                (str(buffer_id) for buffer_id in ids),
+                starts.tolist(),
+                (ends + 1).tolist(),
+                sizes.tolist(),
+                offsets.tolist(),
+                strict=True,
+            )
+        )

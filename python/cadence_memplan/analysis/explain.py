@@ -1,0 +1,94 @@
+"""Where each memory's peak comes from.
+
+A memory's peak usage (its bufsize: the end of the highest byte any tensor uses) is never
+below its peak-live lower bound (the most bytes of its tensors alive at one node). At the
+first node where the live bytes peak, the live tensors fill the bound exactly and the rest
+of ``[0, bufsize)`` is holes (fragmentation, alignment padding included): in a valid plan
+the holes' bytes there are exactly the gap between the bufsize and the bound, so the holes
+are the bytes a better placement could save. The tensors whose storage reaches the bufsize
+say which placement set it.
+
+Tensors that lie inside another's storage on purpose (``TensorTable.shares_storage``) are
+left out, as from the bound. numpy only; returns data, prints nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..stats import IntArray, TensorTable, memory_stats, peak_live_node_per_memory
+
+__all__ = ["MemoryPeak", "explain_peaks", "holes_below"]
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """One memory's peak, explained. Rows index the plan's table."""
+
+    mem_id: int
+    peak_usage: int  # the bufsize: end of the highest byte used
+    peak_live_bytes: int  # most bytes alive at one node: a lower bound on any plan
+    peak_node: int  # the first node where the live bytes peak; -1 if nothing is alive
+    live_rows: IntArray  # tensors alive at peak_node, largest first (then lowest offset)
+    hole_offsets: IntArray  # free byte ranges of [0, peak_usage) at peak_node, by offset
+    hole_sizes: IntArray
+    top_rows: IntArray  # tensors whose storage ends at peak_usage (they set the bufsize)
+
+    @property
+    def gap(self) -> int:
+        """Bytes of bufsize above the lower bound: what fragmentation costs this memory."""
+        return self.peak_usage - self.peak_live_bytes
+
+    @property
+    def hole_bytes(self) -> int:
+        return int(self.hole_sizes.sum())
+
+
+def holes_below(limit: int, offsets: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
+    """The byte ranges of ``[0, limit)`` that no ``[offset, offset + size)`` covers, as
+    (offsets, sizes) sorted by offset. Overlapping or touching ranges merge."""
+    used = sizes > 0
+    order = np.argsort(offsets[used], kind="stable")
+    begins = offsets[used][order]
+    ends = (offsets[used] + sizes[used])[order]
+    # Hole i runs from the end of everything below range i (0 before the first) to range
+    # i's begin; the last from the end of everything to the limit.
+    hole_begins = np.concatenate([[0], np.maximum.accumulate(ends)]).astype(np.int64)
+    hole_ends = np.minimum(np.concatenate([begins, [limit]]), limit).astype(np.int64)
+    keep = hole_ends > hole_begins
+    return hole_begins[keep], (hole_ends - hole_begins)[keep]
+
+
+def explain_peaks(table: TensorTable, memory_count: int) -> list[MemoryPeak]:
+    """Per memory id 1..memory_count, its peak explained (:class:`MemoryPeak`)."""
+    stats = memory_stats(table, memory_count)
+    own = ~table.shares_storage
+    peak_nodes = peak_live_node_per_memory(
+        table.mem_ids[own], table.sizes[own], table.starts[own], table.ends[own], memory_count
+    )
+    explained = []
+    for mem_id, stat in enumerate(stats, start=1):
+        in_memory = table.mem_ids == mem_id
+        node = int(peak_nodes[mem_id])
+        alive = in_memory & own & (table.starts <= node) & (node <= table.ends)
+        rows = np.flatnonzero(alive)
+        rows = rows[np.lexsort((table.offsets[rows], -table.sizes[rows]))]
+        hole_offsets, hole_sizes = holes_below(
+            stat.peak_usage, table.offsets[rows], table.sizes[rows]
+        )
+        reaches_top = in_memory & (table.offsets + table.sizes == stat.peak_usage)
+        explained.append(
+            MemoryPeak(
+                mem_id=mem_id,
+                peak_usage=stat.peak_usage,
+                peak_live_bytes=stat.peak_live_bytes,
+                peak_node=node,
+                live_rows=rows,
+                hole_offsets=hole_offsets,
+                hole_sizes=hole_sizes,
+                top_rows=np.flatnonzero(reaches_top & (table.sizes > 0)),
+            )
+        )
+    return explained
