@@ -4,6 +4,8 @@
                          [--algo position] [--plot map.png] [--out plan.json]
                          [--out-minimalloc plan.csv] [--trace trace.json] [--explain]
                          [--pte model.pte] [--compare] [--quiet]
+    cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
+                          [--out sweep.csv] [--plot sweep.png]
     cadence-memplan diff A.json B.json
 
 INPUT is a ``torch.export`` archive (``.pt2``), a MiniMalloc CSV instance (``.csv``) or a
@@ -14,6 +16,12 @@ synthetic graphs are planned with the array API (numpy only, no torch needed).
 
 The report goes to stdout; progress lines with the elapsed time go to stderr (``--quiet``
 silences them). Output paths are checked before any planning starts.
+
+``sweep`` plans INPUT again at STEPS sizes of memory M (a model is lowered once; each
+size re-runs only its memory planning) and prints a row per size: each memory's tensor
+bytes and count, the bytes outside memory 1, whether it fits, and the sizes where a
+bigger M holds fewer bytes. Its exit codes are ``plan``'s (a size that does not fit is a
+row, not a failure).
 
 ``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the
 plans are identical, 1 they differ, 2 error.
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import logging
 import os
 import re
@@ -43,22 +52,35 @@ import numpy as np
 
 from .. import __version__
 from .._types import ALGORITHMS, UPSTREAM_ALGORITHMS, PlanningError
+from ..analysis.sweep import (
+    SweepRow,
+    arrays_planner,
+    find_memory,
+    moves_against_growth,
+    parse_sweep_sizes,
+    smallest_size_keeping_all,
+    sweep,
+    sweep_table,
+    write_sweep_csv,
+)
 from ..api import plan, validate
 from ..io.memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, read_memory_config
 from ..io.minimalloc import read_minimalloc_csv, write_minimalloc_solution
 from ..io.plans import read_plan_file, write_plan
 from ..io.trace import write_trace
-from ..stats import TensorTable
+from ..stats import TensorTable, format_bytes
 from ..synthetic import synthetic_graph
 from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
 from .plot import PLOT_SUFFIXES
 from .report import (
     TensorNames,
+    format_seconds,
     print_comparison,
     print_diff,
     print_explanation,
     print_placer_comparison,
     print_report,
+    print_table,
 )
 
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
@@ -120,33 +142,7 @@ def _build_parser() -> argparse.ArgumentParser:
         f" (--list-models) (default: {DEFAULT_INPUT})",
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
-    memory = planner.add_mutually_exclusive_group()
-    memory.add_argument(
-        "--memory",
-        metavar="[NAME=]SIZE:ALIGN,...",
-        help="memories, fastest first; units B, KiB, MiB, GiB, TiB; a memory without a name"
-        f" is named by its id (default: {DEFAULT_MEMORY_SPEC})",
-    )
-    memory.add_argument(
-        "--memory-config",
-        metavar="FILE",
-        help="a .json or .toml file listing memories with names and base addresses",
-    )
-    planner.add_argument(
-        "--algo",
-        choices=ALGORITHMS,
-        default=DEFAULT_ALGORITHM,
-        help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
-        " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
-        " (ours, mem_algo=2) (default: %(default)s)",
-    )
-    for what in ("inputs", "outputs"):
-        planner.add_argument(
-            f"--alloc-{what}",
-            action=argparse.BooleanOptionalAction,
-            default=True,
-            help=f"plan the graph's {what} (models only) (default: yes)",
-        )
+    _add_planning_options(planner)
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -189,6 +185,7 @@ def _build_parser() -> argparse.ArgumentParser:
     planner.add_argument(
         "--debug", action="store_true", help="show tracebacks and library warnings"
     )
+    _add_sweep_parser(commands)
     differ = commands.add_parser(
         "diff",
         help="compare two plan JSON files (plan --out): moved tensors, peaks per memory",
@@ -200,6 +197,75 @@ def _build_parser() -> argparse.ArgumentParser:
     differ.add_argument("after", metavar="B.json", help="the second plan (+++)")
     differ.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+def _add_planning_options(parser: argparse.ArgumentParser) -> None:
+    """--memory/--memory-config, --algo, --alloc-inputs/outputs: how to plan (plan, sweep)."""
+    memory = parser.add_mutually_exclusive_group()
+    memory.add_argument(
+        "--memory",
+        metavar="[NAME=]SIZE:ALIGN,...",
+        help="memories, fastest first; units B, KiB, MiB, GiB, TiB; a memory without a name"
+        f" is named by its id (default: {DEFAULT_MEMORY_SPEC})",
+    )
+    memory.add_argument(
+        "--memory-config",
+        metavar="FILE",
+        help="a .json or .toml file listing memories with names and base addresses",
+    )
+    parser.add_argument(
+        "--algo",
+        choices=ALGORITHMS,
+        default=DEFAULT_ALGORITHM,
+        help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
+        " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
+        " (ours, mem_algo=2) (default: %(default)s)",
+    )
+    for what in ("inputs", "outputs"):
+        parser.add_argument(
+            f"--alloc-{what}",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help=f"plan the graph's {what} (models only) (default: yes)",
+        )
+
+
+def _add_sweep_parser(commands: Any) -> None:
+    sweeper = commands.add_parser(
+        "sweep",
+        help="plan again at many sizes of one memory: what each memory holds, what spills",
+        description="Plan INPUT with memory M's size stepped from LO to HI and print one row"
+        " per size: each memory's tensor bytes and count, the bytes outside memory 1, whether"
+        " the plan fits, and sizes where a bigger M holds fewer bytes (the greedy placers can"
+        " do that). A model is lowered once; each size re-runs only the memory planning.",
+    )
+    sweeper.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help=f"as for plan (default: {DEFAULT_INPUT})",
+    )
+    _add_planning_options(sweeper)
+    sweeper.add_argument(
+        "--vary",
+        metavar="M",
+        required=True,
+        help="the memory whose size is stepped: its name or id (1 = fastest)",
+    )
+    sweeper.add_argument(
+        "--sizes",
+        metavar="LO:HI:STEPS",
+        required=True,
+        help="STEPS sizes from LO to HI, evenly spaced (units as in --memory, e.g. 64KiB:1MiB:100)",
+    )
+    sweeper.add_argument("--out", metavar="FILE", help="write one line per size (.csv)")
+    sweeper.add_argument(
+        "--plot", metavar="FILE", help="draw bytes per memory against the size (.png, .svg, .pdf)"
+    )
+    sweeper.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    sweeper.add_argument(
+        "--debug", action="store_true", help="show tracebacks and library warnings"
+    )
 
 
 def _resolve_input(text: str | None) -> tuple[str, str, Path | None]:
@@ -255,6 +321,14 @@ def _memories(arguments: argparse.Namespace) -> list[Memory]:
         raise CliError(str(error)) from error
 
 
+def _check_matplotlib(plot: str | None) -> None:
+    if plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError(f"--plot needs matplotlib: {PLOT_EXTRA_HINT}")
+
+
 def _model_stack_installed() -> bool:
     import importlib.util
 
@@ -286,6 +360,22 @@ def _one_line(message: str) -> str:
     return "; ".join(line.strip() for line in message.splitlines() if line.strip()).replace(
         ":; ", ": "
     )
+
+
+def _load_arrays(
+    kind: str, label: str, path: Path | None, progress: Progress
+) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(labels, starts, ends, sizes) of a CSV instance or a built-in synthetic graph."""
+    if kind == "csv":
+        progress(f"reading {path}")
+        try:
+            instance = read_minimalloc_csv(path)  # type: ignore[arg-type]
+        except (OSError, ValueError, UnicodeDecodeError) as error:
+            raise CliError(f"cannot read MiniMalloc CSV: {_one_line(str(error))}") from error
+        return instance.ids.tolist(), instance.starts, instance.ends, instance.sizes
+    graph = synthetic_graph(SYNTHETIC_SIZES[label])
+    starts, ends, sizes = graph
+    return [f"t{index}" for index in range(len(graph.sizes))], starts, ends, sizes
 
 
 def _plan_arrays(
@@ -346,6 +436,41 @@ class _Discard:
 _DISCARD: Any = _Discard()
 
 
+def _edge_program(label: str, path: Path | None, progress: Progress) -> Any:
+    """Export (or load) a model and lower it with ``to_edge`` (call it inside
+    :func:`_quiet_libraries`)."""
+    progress("importing torch and executorch")
+    try:
+        import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
+        import torch
+        from executorch.exir import to_edge
+    except ImportError as error:
+        raise CliError(
+            f"planning models needs torch and executorch ({error}); install them with"
+            f" `{EXECUTORCH_HINT}`, or plan a CSV instance or `synthetic`"
+        ) from error
+    if path is not None:
+        progress(f"loading {path}")
+        try:
+            exported = torch.export.load(path)
+        except Exception as error:
+            raise CliError(
+                f"cannot read torch.export archive {path}: {_one_line(str(error))}"
+            ) from error
+    else:
+        progress(f"exporting the built-in model {label!r} with torch.export")
+        model, example_inputs = build_model(label)
+        exported = torch.export.export(model, example_inputs, strict=False)
+    progress("lowering with to_edge")
+    try:
+        return to_edge(exported)
+    except Exception as error:
+        raise CliError(
+            f"cannot lower {label} with to_edge: {_one_line(str(error)).split('; ')[0]}",
+            EXIT_PLANNING_FAILED,
+        ) from error
+
+
 def _plan_model(
     arguments: argparse.Namespace,
     label: str,
@@ -355,41 +480,13 @@ def _plan_model(
 ) -> tuple[Any, TensorTable, list[str], dict[str, float], Callable[[], bool] | None]:
     """Export (or load), lower and plan a model; with --compare, also with upstream's pass
     (the comparison is printed later, after the report, by the returned callable)."""
-    progress("importing torch and executorch")
     with _quiet_libraries(arguments.debug):
-        try:
-            import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
-            import torch
-            from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
-            from executorch.exir import to_edge
+        edge = _edge_program(label, path, progress)
+        from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 
-            from ..executorch.cadence import CadenceMemoryPlanning
-            from ..executorch.lowering import lower_and_plan
-        except ImportError as error:
-            raise CliError(
-                f"planning models needs torch and executorch ({error}); install them with"
-                f" `{EXECUTORCH_HINT}`, or plan a CSV instance or `synthetic`"
-            ) from error
-        if path is not None:
-            progress(f"loading {path}")
-            try:
-                exported = torch.export.load(path)
-            except Exception as error:
-                raise CliError(
-                    f"cannot read torch.export archive {path}: {_one_line(str(error))}"
-                ) from error
-        else:
-            progress(f"exporting the built-in model {label!r} with torch.export")
-            model, example_inputs = build_model(label)
-            exported = torch.export.export(model, example_inputs, strict=False)
-        progress("lowering with to_edge")
-        try:
-            edge = to_edge(exported)
-        except Exception as error:
-            raise CliError(
-                f"cannot lower {label} with to_edge: {_one_line(str(error)).split('; ')[0]}",
-                EXIT_PLANNING_FAILED,
-            ) from error
+        from ..executorch.cadence import CadenceMemoryPlanning
+        from ..executorch.lowering import lower_and_plan
+
         # to_executorch changes the edge program's graph, so each rival gets its own copy.
         against_placers = arguments.compare and arguments.algo == "best"
         upstream_edge = copy.deepcopy(edge) if arguments.compare and not against_placers else None
@@ -473,11 +570,7 @@ def _run_plan(arguments: argparse.Namespace) -> int:
     for solution_path in minimalloc_paths.values():
         _check_output(str(solution_path), "--out-minimalloc", (".csv",))
     _check_output(arguments.pte, "--pte", (".pte",))
-    if arguments.plot:
-        import importlib.util
-
-        if importlib.util.find_spec("matplotlib") is None:
-            raise CliError(f"--plot needs matplotlib: {PLOT_EXTRA_HINT}")
+    _check_matplotlib(arguments.plot)
     if arguments.input is None and not _model_stack_installed():
         # A numpy-only install still gets a demo from the bare command.
         progress("torch/executorch not installed: planning the synthetic graph instead")
@@ -495,18 +588,7 @@ def _run_plan(arguments: argparse.Namespace) -> int:
             arguments, label, path, memories, progress
         )
     else:
-        if kind == "csv":
-            progress(f"reading {path}")
-            try:
-                instance = read_minimalloc_csv(path)  # type: ignore[arg-type]
-            except (OSError, ValueError, UnicodeDecodeError) as error:
-                raise CliError(f"cannot read MiniMalloc CSV: {_one_line(str(error))}") from error
-            labels: list[str] = instance.ids.tolist()
-            starts, ends, sizes = instance.starts, instance.ends, instance.sizes
-        else:
-            graph = synthetic_graph(SYNTHETIC_SIZES[label])
-            labels = [f"t{index}" for index in range(len(graph.sizes))]
-            starts, ends, sizes = graph
+        labels, starts, ends, sizes = _load_arrays(kind, label, path, progress)
         progress(f"planning {len(labels):,} tensors")
         table, seconds = _plan_arrays(
             labels, starts, ends, sizes, memories, algorithm, in_file_terms=kind == "csv"
@@ -675,6 +757,171 @@ def _run_diff(arguments: argparse.Namespace) -> int:
     return 0 if difference.identical else EXIT_PLANS_DIFFER
 
 
+# --------------------------------------------------------------------------- sweep
+
+
+def _run_sweep(arguments: argparse.Namespace) -> int:
+    progress = Progress(arguments.quiet)
+    label, kind, path = _resolve_input(arguments.input)
+    memories = _memories(arguments)
+    try:
+        varied = find_memory(memories, arguments.vary)
+        sizes = parse_sweep_sizes(arguments.sizes)
+    except ValueError as error:
+        raise CliError(str(error)) from error
+    _check_output(arguments.out, "--out", (".csv",))
+    _check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
+    _check_matplotlib(arguments.plot)
+    if arguments.input is None and not _model_stack_installed():
+        progress("torch/executorch not installed: sweeping the synthetic graph instead")
+        label, kind = "synthetic", "arrays"
+    name = memories[varied].name
+    with contextlib.ExitStack() as stack:
+        if kind in ("model", "archive"):
+            stack.enter_context(_quiet_libraries(arguments.debug))
+            plan_at = _model_planner(arguments, label, path, memories, varied, sizes, progress)
+        else:
+            labels, starts, ends, tensor_sizes = _load_arrays(kind, label, path, progress)
+            what = "buffer" if kind == "csv" else "tensor"
+            names = [f"{what} {name!r}" for name in labels]
+            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names)
+        progress(
+            f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
+            f" {format_bytes(sizes[-1])}"
+        )
+        began = time.perf_counter()
+        every = max(1, len(sizes) // 10)
+
+        def step_done(step: int, size: int) -> None:
+            if step and step % every == 0:
+                progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
+
+        rows = sweep(_validated(plan_at), memories, varied, sizes, step_done)
+        seconds = time.perf_counter() - began
+
+    print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
+          f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
+    print_table(*sweep_table(rows, memories, varied))
+    _print_sweep_summary(rows, memories, varied)
+    print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
+    try:
+        if arguments.out:
+            write_sweep_csv(arguments.out, rows, memories, varied)
+            print(f"wrote sweep: {arguments.out}")
+        if arguments.plot:
+            from .plot import plot_sweep
+
+            progress(f"drawing {arguments.plot}")
+            plot_sweep(arguments.plot, rows, memories, varied, f"{label} ({arguments.algo})")
+            print(f"wrote sweep plot: {arguments.plot}")
+    except OSError as error:
+        raise CliError(
+            f"cannot write {error.filename}: {error.strerror or error}", EXIT_PLANNING_FAILED
+        ) from error
+    progress("done")
+    return 0
+
+
+def _model_planner(
+    arguments: argparse.Namespace,
+    label: str,
+    path: Path | None,
+    memories: Sequence[Memory],
+    varied: int,
+    sizes: Sequence[int],
+    progress: Progress,
+) -> Callable[[Sequence[Memory]], TensorTable | str]:
+    """Lower the model once; return ``plan_at`` re-running only its memory planning."""
+    edge = _edge_program(label, path, progress)
+    from ..executorch.sweep import PLANNING_FAILURES, Replanner
+
+    progress("lowering once with to_executorch (the largest size)")
+    largest = list(memories)
+    largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
+    try:
+        replanner = Replanner(
+            edge, largest, arguments.algo, arguments.alloc_inputs, arguments.alloc_outputs
+        )
+    except ValueError as error:
+        raise CliError(f"cannot sweep {label}: {error}", EXIT_PLANNING_FAILED) from error
+
+    def plan_at(config: Sequence[Memory]) -> TensorTable | str:
+        try:
+            return replanner.plan(config)
+        except PLANNING_FAILURES as error:
+            spec = getattr(error, "spec", None)
+            if spec is None:
+                return _one_line(str(error)).split("; ")[0]
+            shape = "x".join(str(size) for size in spec.shape)
+            return (
+                f"a {spec.dtype} tensor [{shape}] ({format_bytes(spec.allocated_memory)})"
+                " fits nowhere"
+            )
+
+    return plan_at
+
+
+def _validated(
+    plan_at: Callable[[Sequence[Memory]], TensorTable | str],
+) -> Callable[[Sequence[Memory]], TensorTable | str]:
+    """``plan_at`` with each plan checked by the validator, as ``plan`` checks its plan."""
+
+    def checked(config: Sequence[Memory]) -> TensorTable | str:
+        outcome = plan_at(config)
+        if isinstance(outcome, str):
+            return outcome
+        own = ~outcome.shares_storage
+        problem = validate(
+            outcome.starts[own],
+            outcome.ends[own],
+            outcome.sizes[own],
+            outcome.mem_ids[own],
+            outcome.offsets[own],
+            [memory.size for memory in config],
+            [memory.alignment for memory in config],
+        )
+        if problem is not None:
+            sizes = ", ".join(format_bytes(memory.size) for memory in config)
+            raise CliError(f"the plan at {sizes} is invalid: {problem}", EXIT_PLANNING_FAILED)
+        return outcome
+
+    return checked
+
+
+def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], varied: int) -> None:
+    name = memories[varied].name
+    fast = "+".join(memory.name for memory in memories[: varied + 1])
+    kept = smallest_size_keeping_all(rows, varied)
+    what = "it fits" if varied == len(memories) - 1 else f"every tensor in {fast}"
+    if kept is not None:
+        print(
+            f"{what}: from {name} = {format_bytes(kept.size)} ({kept.size:,} bytes) among the"
+            " sizes swept"
+        )
+    else:
+        fitting = [row for row in rows if row.fits]
+        spill = ""
+        if fitting:
+            largest = fitting[-1]
+            outside = sum(largest.tensor_bytes) - largest.bytes_up_to(varied)
+            spill = f" (at {format_bytes(largest.size)}, {format_bytes(outside)} outside it)"
+        print(f"{what}: at none of the sizes swept{spill}")
+    notes = moves_against_growth(rows, memories, varied)
+    against = [row.size for row, note in zip(rows, notes, strict=True) if note]
+    if against:
+        listed = ", ".join(format_bytes(size) for size in against[:8])
+        more = f" and {len(against) - 8} more" if len(against) > 8 else ""
+        print(
+            f"moved against growth at {len(against)} size(s) ({listed}{more}; marked <<):"
+            f" a bigger {name} held fewer bytes in {fast} than the size before"
+        )
+    else:
+        print(f"moved against growth: never (a bigger {name} never held fewer bytes in {fast})")
+    failed = sum(not row.fits for row in rows)
+    if failed:
+        print(f"does not fit at {failed} of {len(rows)} sizes")
+
+
 def _stdout_closed() -> int:
     """The reader went away (``| head``): stop quietly, as a command killed by SIGPIPE would.
 
@@ -688,7 +935,8 @@ def _stdout_closed() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
-    if arguments_list[:1] not in (["plan"], ["diff"], ["-h"], ["--help"], ["--version"]):
+    commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
+    if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")
     parser = _build_parser()
@@ -698,7 +946,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stdout_closed()
     debug = arguments.debug
     try:
-        status = _run_diff(arguments) if arguments.command == "diff" else _run_plan(arguments)
+        run = {"sweep": _run_sweep, "diff": _run_diff}.get(arguments.command, _run_plan)
+        status = run(arguments)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status
     except BrokenPipeError:

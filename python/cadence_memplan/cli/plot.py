@@ -1,21 +1,86 @@
-"""The memory map: one panel per memory, x = node index, y = offset, a rectangle per tensor.
+"""The command line's pictures: the memory map of a plan (``plan --plot``) and a capacity
+sweep (``sweep --plot``).
 
-matplotlib is imported when a map is drawn (``pip install "cadence-memplan[plot]"``).
+The memory map has one panel per memory that holds tensors: x = node index, y = offset,
+a rectangle per tensor, and the memory's live bytes as a line (the gap between it and
+the highest rectangle is fragmentation). Memories that hold nothing get a one-line note.
+Rectangles are drawn at least ``MIN_PIXELS`` wide and high so that thin tensors stay
+visible; up to ``LABEL_LIMIT`` tensors in a panel carry their names where they fit; in
+SVG each tensor has a ``<title>`` (a tooltip in browsers). Above ``AGGREGATE_ABOVE``
+tensors a panel draws how much of each small cell of (node, offset) is occupied instead
+of every rectangle, which would only show as texture.
+
+matplotlib is imported when a picture is drawn (``pip install "cadence-memplan[plot]"``).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
 from ..io.memories import Memory
-from ..stats import TensorTable, format_bytes, memory_stats, overall_peak
+from ..stats import (
+    IntArray,
+    TensorTable,
+    format_bytes,
+    live_bytes_changes,
+    memory_stats,
+    overall_peak,
+)
 
-__all__ = ["PLOT_SUFFIXES", "plot_memory_map"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = [
+    "AGGREGATE_ABOVE",
+    "LABEL_LIMIT",
+    "PLOT_SUFFIXES",
+    "binary_tick_step",
+    "live_bytes_per_node",
+    "plot_memory_map",
+    "plot_sweep",
+]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+PANEL_INCHES = (10.0, 2.4)  # width, height of one memory's panel (at 100 dpi)
+NOTE_INCHES = 0.25  # height of the line naming the memories that hold nothing
+MIN_PIXELS = 2.0  # smallest drawn width and height of a tensor
+LABEL_LIMIT = 50  # panels with at most this many tensors name them
+AGGREGATE_ABOVE = 5000  # panels with more tensors draw occupancy instead of rectangles
+_CELL_PIXELS = 2  # occupancy cell size in pixels when aggregating
+_SUPERSAMPLE = 4  # each occupancy cell is measured on a 4x4 finer grid
+
+
+def binary_tick_step(top: float) -> int:
+    """A power of two giving 4 to 8 ticks from 0 to ``top`` bytes (16 KiB, 32 KiB, ...)."""
+    if top <= 4:
+        return 1
+    return 1 << math.floor(math.log2(top / 4))
+
+
+_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
+
+
+def _binary_axis(axis: Any, top: float) -> None:
+    """Ticks of ``axis`` (an x or y Axis) at multiples of a power of two bytes, all in the
+    step's unit: 0, 256 MiB, ..., 1280 MiB rather than a mix of MiB and GiB."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    step = binary_tick_step(top)
+    unit, scale = next((unit, scale) for unit, scale in _UNITS if step >= scale)
+    axis.set_major_locator(MultipleLocator(step))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{round(value) // scale} {unit}"))
+
+
+# --------------------------------------------------------------------------- memory map
 
 
 def plot_memory_map(
@@ -25,68 +90,400 @@ def plot_memory_map(
     title: str,
     node_count: int | None = None,
 ) -> None:
-    """Draw one panel per memory: x = node index, y = offset, a rectangle per tensor.
+    """Draw the memory map of ``table`` to ``path`` (.png, .svg or .pdf).
 
-    Each panel's rectangles are one PolyCollection, so 10^5 tensors draw in about a second.
-    Figure size is fixed (10 x 2.4 inches per panel at 100 dpi) so images are comparable.
+    The figure is 10 inches wide and 2.4 inches high per memory that holds tensors, plus
+    0.25 inches for the note about memories that hold none, at 100 dpi.
     """
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
-    from matplotlib.collections import PolyCollection
-    from matplotlib.ticker import FuncFormatter
 
-    figure, axes = plt.subplots(
-        len(memories), 1, figsize=(10, 2.4 * len(memories)), dpi=100, sharex=True, squeeze=False
+    stats = memory_stats(table, len(memories))
+    used = [index for index, stat in enumerate(stats) if stat.tensor_count]
+    empty = [index for index, stat in enumerate(stats) if not stat.tensor_count]
+    drawn = used or [0]  # nothing planned at all: still show memory 1
+    note = (
+        "no tensors in: "
+        + ", ".join(
+            f"{memories[index].name} ({format_bytes(memories[index].size)})" for index in empty
+        )
+        if used and empty
+        else ""
     )
-    colours = [f"C{index}" for index in range(10)]  # the default colour cycle
+    height = PANEL_INCHES[1] * len(drawn) + (NOTE_INCHES if note else 0.0)
+    figure, axes = plt.subplots(
+        len(drawn), 1, figsize=(PANEL_INCHES[0], height), dpi=100, sharex=True, squeeze=False
+    )
     last_node = int(table.ends.max()) + 1 if len(table) else 1
     peak_bytes, peak_node = overall_peak(table, node_count)
-    stats = memory_stats(table, len(memories))
-    for mem_id, (axis, memory, stat) in enumerate(
-        zip(axes[:, 0], memories, stats, strict=True), start=1
-    ):
-        chosen = table.mem_ids == mem_id
-        left = table.starts[chosen].astype(float)
-        right = table.ends[chosen].astype(float) + 1  # inclusive end: the node is used
-        bottom = table.offsets[chosen].astype(float)
-        top = bottom + table.sizes[chosen]
-        corners = np.stack(
-            [np.stack(pair, axis=-1) for pair in ((left, bottom), (left, top), (right, top))]
-            + [np.stack((right, bottom), axis=-1)],
-            axis=1,
-        )
-        colour = colours[(mem_id - 1) % len(colours)]
-        axis.add_collection(
-            PolyCollection(
-                corners,  # type: ignore[arg-type]  # an (n, 4, 2) array is n polygons
-                facecolors=colour,
-                edgecolors="black",
-                linewidths=0.2 if len(corners) < 2000 else 0.0,
-                alpha=0.8,
-                rasterized=len(corners) > 5000,  # keeps huge SVGs small
-            )
-        )
+    panels = []
+    for axis, index in zip(axes[:, 0], drawn, strict=True):
+        memory, stat = memories[index], stats[index]
         # Show the used part; near capacity (or when empty) show the whole memory.
         if stat.peak_usage == 0 or stat.peak_usage > 0.8 * memory.size:
             top_of_view = memory.size * 1.02
         else:
             top_of_view = stat.peak_usage * 1.15
-        axis.axhline(memory.size, color="red", linewidth=1, linestyle="--", label="capacity")
         axis.set_ylim(0, top_of_view)
         axis.set_xlim(0, last_node)
+        axis.axhline(memory.size, color="red", linewidth=1, linestyle="--", label="capacity")
         axis.axvline(peak_node, color="grey", linewidth=0.8, linestyle=":")
         axis.set_ylabel("offset")
-        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: format_bytes(int(value))))
+        _binary_axis(axis.yaxis, top_of_view)
         axis.set_title(
             f"{memory.name}: {stat.tensor_count:,} tensors, peak {format_bytes(stat.peak_usage)}"
             f" of {format_bytes(memory.size)} ({stat.peak_usage / memory.size:.1%})",
             fontsize=9,
             loc="left",
         )
+        panels.append((axis, index))
     axes[-1, 0].set_xlabel(f"node index (dotted: overall peak, {format_bytes(peak_bytes)})")
-    figure.suptitle(title, fontsize=10)
-    figure.tight_layout()  # keeps the figure size: only the panels move
+    figure.suptitle(title, fontsize=10, x=0.01, ha="left")
+    if note:
+        figure.text(0.01, 0.04 / height, note, fontsize=8, color="dimgrey")
+    # Lay out first, so that pixel sizes (minimum sizes, labels, cells) are final.
+    bottom = NOTE_INCHES / height if note else 0.0
+    figure.tight_layout(rect=(0.0, bottom, 1.0, 1.0))  # keeps the figure size
+    svg = str(path).lower().endswith(".svg")
+    tooltips: dict[str, str] | None = {} if svg else None  # filled by _draw_memory
+    for axis, index in panels:
+        _draw_memory(axis, table, index, memories[index], last_node, tooltips)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper right", fontsize=7, frameon=False, ncols=2)
+    if tooltips:
+        _save_svg_with_titles(figure, path, tooltips)
+    else:
+        figure.savefig(path)
+    plt.close(figure)
+
+
+def _pixels_per_unit(axis: Axes) -> tuple[float, float]:
+    """Pixels per node (x) and per byte (y) of ``axis`` as laid out."""
+    box = axis.get_window_extent()
+    (x0, x1), (y0, y1) = axis.get_xlim(), axis.get_ylim()
+    return box.width / (x1 - x0), box.height / (y1 - y0)
+
+
+def _draw_memory(
+    axis: Axes,
+    table: TensorTable,
+    index: int,
+    memory: Memory,
+    last_node: int,
+    tooltips: dict[str, str] | None,
+) -> None:
+    """Draw memory ``index``'s tensors and live bytes on ``axis``; with ``tooltips`` (SVG),
+    one patch per tensor whose gid maps to its tooltip there."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import LinearSegmentedColormap, to_rgba
+    from matplotlib.patches import Rectangle
+
+    mem_id = index + 1
+    colour = f"C{index % 10}"  # the default colour cycle
+    chosen = np.flatnonzero(table.mem_ids == mem_id)
+    left = table.starts[chosen].astype(float)
+    width = (table.ends[chosen] - table.starts[chosen] + 1).astype(float)  # inclusive end
+    bottom = table.offsets[chosen].astype(float)
+    height = table.sizes[chosen].astype(float)
+    x_pixels, y_pixels = _pixels_per_unit(axis)
+    if len(chosen) > AGGREGATE_ABOVE:
+        occupancy, extent = _occupancy(left, width, bottom, height, axis)
+        colours = LinearSegmentedColormap.from_list("occupancy", ["white", colour])
+        axis.imshow(
+            occupancy,
+            extent=extent,
+            origin="lower",
+            aspect="auto",
+            cmap=colours,
+            vmin=0.0,
+            vmax=1.0,
+            interpolation="nearest",
+            zorder=1,
+        )
+        axis.set_title(
+            axis.get_title(loc="left") + "; too many to draw one by one: the shade is the"
+            " share of each small cell in use",
+            fontsize=9,
+            loc="left",
+        )
+    else:
+        # Thin tensors are widened (and raised) to MIN_PIXELS about their centre.
+        drawn_width = np.maximum(width, MIN_PIXELS / x_pixels)
+        drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
+        drawn_left = left - (drawn_width - width) / 2
+        drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
+        face = to_rgba(colour, 0.8)
+        edge = tuple(0.6 * channel for channel in to_rgba(colour)[:3])  # a darker shade
+        if tooltips is not None:
+            # One patch per tensor, so that SVG gets one element (and <title>) each.
+            for row, x, y, w, h in zip(
+                chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height, strict=True
+            ):
+                gid = f"tensor-{mem_id}-{row}"
+                axis.add_patch(
+                    Rectangle((x, y), w, h, facecolor=face, edgecolor=edge, linewidth=0.4, gid=gid)
+                )
+                tooltips[gid] = _tooltip(table, row, memory)
+        else:
+            corners = np.stack(
+                [
+                    np.stack((drawn_left, drawn_bottom), axis=-1),
+                    np.stack((drawn_left, drawn_bottom + drawn_height), axis=-1),
+                    np.stack((drawn_left + drawn_width, drawn_bottom + drawn_height), axis=-1),
+                    np.stack((drawn_left + drawn_width, drawn_bottom), axis=-1),
+                ],
+                axis=1,
+            )
+            axis.add_collection(
+                PolyCollection(
+                    corners,  # type: ignore[arg-type]  # an (n, 4, 2) array is n polygons
+                    facecolors=face,
+                    edgecolors=edge,
+                    linewidths=0.4,
+                )
+            )
+        if len(chosen) <= LABEL_LIMIT:
+            _label_tensors(axis, table, chosen, x_pixels, y_pixels)
+    live = live_bytes_per_node(table, mem_id, last_node)
+    columns = int(axis.get_window_extent().width)
+    if last_node <= columns:
+        axis.step(
+            np.arange(last_node + 1),
+            live,
+            where="post",
+            color="black",
+            linewidth=0.9,
+            label="live bytes",
+            zorder=3,
+        )
+        return
+    # More nodes than pixels: one line through every node would fill the panel, so draw
+    # each pixel column's most live bytes, over a band down to its least.
+    edges = np.linspace(0, last_node, columns + 1).astype(np.int64)
+    edges[-1] = last_node  # the column ends are node indices; the last covers the end
+    starts_at = edges[:-1]
+    most = np.maximum.reduceat(live[:last_node], starts_at)
+    least = np.minimum.reduceat(live[:last_node], starts_at)
+    axis.fill_between(
+        edges, np.append(least, least[-1]), np.append(most, most[-1]), step="post",
+        color="black", alpha=0.25, linewidth=0, zorder=3,
+    )  # fmt: skip
+    axis.step(
+        edges, np.append(most, most[-1]), where="post", color="black", linewidth=0.6,
+        label="live bytes (band: least to most in a pixel's nodes)", zorder=3,
+    )  # fmt: skip
+
+
+def live_bytes_per_node(table: TensorTable, mem_id: int, node_count: int) -> IntArray:
+    """Memory ``mem_id``'s live bytes at each node ``0..node_count`` (tensors inside
+    another's storage left out, as in the peak-live bound)."""
+    own = ~table.shares_storage
+    ids, times, live = live_bytes_changes(
+        table.mem_ids[own], table.sizes[own], table.starts[own], table.ends[own]
+    )
+    times, live = times[ids == mem_id], live[ids == mem_id]
+    # Each change holds until the next: the value at a node is the last change at or before it.
+    last_change = np.searchsorted(times, np.arange(node_count + 1), side="right") - 1
+    return np.where(last_change >= 0, live[np.maximum(last_change, 0)], 0)
+
+
+def _tooltip(table: TensorTable, row: int, memory: Memory) -> str:
+    size = int(table.sizes[row])
+    offset = int(table.offsets[row])
+    return (
+        f"{table.labels[row]}: {size:,} bytes ({format_bytes(size)}) in {memory.name} at"
+        f" offset {offset:,}, nodes {int(table.starts[row])}..{int(table.ends[row])}"
+    )
+
+
+def _label_tensors(
+    axis: Axes, table: TensorTable, chosen: np.ndarray[Any, Any], x_pixels: float, y_pixels: float
+) -> None:
+    """Name each tensor inside its rectangle when the name fits (7 pt is about 4.5 px a
+    character wide and 10 px high at 100 dpi)."""
+    for row in chosen.tolist():
+        text = str(table.labels[row])
+        width_pixels = (table.ends[row] - table.starts[row] + 1) * x_pixels
+        height_pixels = table.sizes[row] * y_pixels
+        text_pixels = 4.5 * len(text) + 4
+        if width_pixels >= text_pixels and height_pixels >= 11:
+            rotation = 0
+        elif height_pixels >= text_pixels and width_pixels >= 11:
+            rotation = 90  # tall and narrow: along the rectangle
+        else:
+            continue
+        axis.text(
+            table.starts[row] + (table.ends[row] - table.starts[row] + 1) / 2,
+            table.offsets[row] + table.sizes[row] / 2,
+            text,
+            ha="center",
+            va="center",
+            fontsize=7,
+            rotation=rotation,
+            clip_on=True,
+            zorder=4,
+        )
+
+
+def _occupancy(
+    left: np.ndarray[Any, Any],
+    width: np.ndarray[Any, Any],
+    bottom: np.ndarray[Any, Any],
+    height: np.ndarray[Any, Any],
+    axis: Axes,
+) -> tuple[np.ndarray[Any, Any], tuple[float, float, float, float]]:
+    """The share of each cell of about ``_CELL_PIXELS`` that tensors cover, measured on a
+    grid ``_SUPERSAMPLE`` times finer with a 2-D difference array (O(n + cells))."""
+    box = axis.get_window_extent()
+    (x0, x1), (y0, y1) = axis.get_xlim(), axis.get_ylim()
+    columns = max(1, int(box.width / _CELL_PIXELS))
+    rows = max(1, int(box.height / _CELL_PIXELS))
+    fine_columns, fine_rows = columns * _SUPERSAMPLE, rows * _SUPERSAMPLE
+
+    def cells(values: np.ndarray[Any, Any], low: float, high: float, count: int) -> Any:
+        scaled = np.rint((values - low) / (high - low) * count)
+        return np.clip(scaled, 0, count).astype(np.int64)
+
+    first_column = cells(left, x0, x1, fine_columns)
+    last_column = np.maximum(cells(left + width, x0, x1, fine_columns), first_column + 1)
+    first_row = cells(bottom, y0, y1, fine_rows)
+    last_row = np.maximum(cells(bottom + height, y0, y1, fine_rows), first_row + 1)
+    keep = (first_column < fine_columns) & (first_row < fine_rows)
+    difference = np.zeros((fine_rows + 1, fine_columns + 1), dtype=np.int32)
+    for rows_at, columns_at, sign in (
+        (first_row, first_column, 1),
+        (first_row, last_column, -1),
+        (last_row, first_column, -1),
+        (last_row, last_column, 1),
+    ):
+        np.add.at(difference, (rows_at[keep], columns_at[keep]), sign)
+    covered = np.cumsum(np.cumsum(difference, axis=0), axis=1)[:fine_rows, :fine_columns] > 0
+    share = covered.reshape(rows, _SUPERSAMPLE, columns, _SUPERSAMPLE).mean(axis=(1, 3))
+    return share, (x0, x1, y0, y1)
+
+
+_SVG_GROUP = re.compile(r'<g id="(tensor-\d+-\d+)">')
+
+
+def _save_svg_with_titles(
+    figure: Any, path: str | os.PathLike[str], titles: dict[str, str]
+) -> None:
+    """Save as SVG, then give each tensor's group a ``<title>`` (a browser tooltip)."""
+    import io
+
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg")
+
+    def with_title(match: re.Match[str]) -> str:
+        return f"{match.group(0)}<title>{escape(titles[match.group(1)])}</title>"
+
+    Path(path).write_text(_SVG_GROUP.sub(with_title, buffer.getvalue()), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def plot_sweep(
+    path: str | os.PathLike[str],
+    rows: Sequence[SweepRow],
+    memories: Sequence[Memory],
+    varied: int,
+    title: str,
+) -> None:
+    """Bytes (top) and tensors (bottom) in each memory against the varied memory's size,
+    with the bytes outside memory 1, the sizes that do not fit (shaded), the sizes where
+    a bigger memory held fewer bytes (red triangles) and the first size that keeps every
+    tensor in the varied memory or faster ones (dotted line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (bytes_axis, count_axis) = plt.subplots(
+        2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
+    )
+    sizes = np.array([row.size for row in rows], dtype=float)
+    fits = np.array([row.fits for row in rows])
+    name = memories[varied].name
+    marker = "o" if len(rows) <= 40 else None
+    for index, memory in enumerate(memories):
+        in_memory = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
+        counts = np.array([row.tensor_counts[index] for row in rows], dtype=float)
+        in_memory[~fits] = np.nan  # no plan, no point
+        counts[~fits] = np.nan
+        colour = f"C{index % 10}"
+        bytes_axis.plot(
+            sizes, in_memory, color=colour, marker=marker, markersize=3, label=memory.name
+        )
+        count_axis.plot(sizes, counts, color=colour, marker=marker, markersize=3)
+    outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
+    outside[~fits] = np.nan
+    bytes_axis.plot(
+        sizes, outside, color="black", linestyle="--", linewidth=1,
+        label=f"outside {memories[0].name}",
+    )  # fmt: skip
+    notes = moves_against_growth(rows, memories, varied)
+    against = [index for index, note in enumerate(notes) if note]
+    if against:
+        bytes_axis.plot(
+            sizes[against],
+            [rows[index].tensor_bytes[varied] for index in against],
+            linestyle="none",
+            marker="v",
+            color="red",
+            markersize=6,
+            label=f"bigger {name}, fewer bytes in {name}" if varied == 0 else
+            f"bigger {name}, fewer bytes in memories 1..{varied + 1}",
+        )  # fmt: skip
+    step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
+    for position, row in enumerate(rows):
+        if not row.fits:
+            for axis in (bytes_axis, count_axis):
+                axis.axvspan(
+                    sizes[position] - step / 2,
+                    sizes[position] + step / 2,
+                    color="grey",
+                    alpha=0.3,
+                    linewidth=0,
+                    label="does not fit" if axis is bytes_axis and position == int(np.argmin(fits)) else None,
+                )  # fmt: skip
+    kept = smallest_size_keeping_all(rows, varied)
+    if kept is not None:
+        for axis in (bytes_axis, count_axis):
+            axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
+        if varied == len(memories) - 1:
+            what = "fits"
+        else:
+            what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
+        bytes_axis.annotate(
+            f"{what} from {format_bytes(kept.size)}",
+            (kept.size, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+            fontsize=8,
+            color="dimgrey",
+        )
+    low, high = sizes.min(), sizes.max()
+    margin = (high - low) * 0.02 or max(high * 0.05, 1.0)
+    bytes_axis.set_xlim(max(low - margin, 0), high + margin)
+    top = np.nanmax(
+        [np.nanmax([row.tensor_bytes[i] for row in rows] + [0]) for i in range(len(memories))]
+        + [np.nanmax(np.nan_to_num(outside))]
+    )
+    bytes_axis.set_ylim(0, max(float(top), 1.0) * 1.08)
+    _binary_axis(bytes_axis.yaxis, max(float(top), 1.0) * 1.08)
+    _binary_axis(count_axis.xaxis, max(high - low, 1.0))
+    bytes_axis.set_ylabel("tensor bytes")
+    count_axis.set_ylabel("tensors")
+    count_axis.set_ylim(bottom=0)
+    count_axis.set_xlabel(f"size of {name}")
+    bytes_axis.legend(fontsize=8, loc="best", framealpha=0.85)
+    bytes_axis.set_title(
+        f"{title}: what each memory holds as {name} grows", fontsize=10, loc="left"
+    )
+    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

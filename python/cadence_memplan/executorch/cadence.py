@@ -46,6 +46,7 @@ from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreed
 __all__ = [
     "MEM_ALGOS",
     "CadenceMemoryPlanning",
+    "SpecSnapshot",
     "greedy_by_size_for_offset_calculation_with_hierarchy",
     "position_based_greedy_with_hierarchy",
 ]
@@ -75,6 +76,28 @@ def _graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
 
 def _copy_lifetime(lifetime: Any) -> Any:
     return list(lifetime) if isinstance(lifetime, list) else lifetime
+
+
+class SpecSnapshot:
+    """Every TensorSpec's ``mem_id``, ``mem_offset`` and ``lifetime`` in a graph module, to
+    put back later: after a failed run, or before planning the same graph again.
+
+    Lifetime lists are shared between specs and also changed in place (Cadence's
+    constraints widen them), so the list object is kept (to restore the sharing) along
+    with a copy of what it held.
+    """
+
+    def __init__(self, graph_module: torch.fx.GraphModule) -> None:
+        self.saved = [
+            (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
+            for spec in dict.fromkeys(_graph_specs(graph_module))
+        ]
+
+    def restore(self) -> None:
+        for spec, mem_id, mem_offset, lifetime, contents in self.saved:
+            if isinstance(lifetime, list):
+                lifetime[:] = contents
+            spec.mem_id, spec.mem_offset, spec.lifetime = mem_id, mem_offset, lifetime
 
 
 class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
@@ -144,20 +167,12 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         Upstream places pinned specs and resolves relative placements before the last
         ``plan()`` call, so without this a failure would leave part of the graph placed.
         """
-        # Lifetime lists are shared between specs and also changed in place, so keep the
-        # list object (to restore the sharing) and a copy of what it held.
-        saved = [
-            (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
-            for spec in dict.fromkeys(_graph_specs(graph_module))
-        ]
+        snapshot = SpecSnapshot(graph_module)
         try:
             result: PassResult = super().run(graph_module, graph_signature)
             return result
         except BaseException:
-            for spec, mem_id, mem_offset, lifetime, contents in saved:
-                if isinstance(lifetime, list):
-                    lifetime[:] = contents
-                spec.mem_id, spec.mem_offset, spec.lifetime = mem_id, mem_offset, lifetime
+            snapshot.restore()
             raise
 
 

@@ -27,7 +27,9 @@ from ..stats import TensorTable, op_name, storage_sharing_spec_ids
 
 __all__ = [
     "LoweredPlan",
+    "PlannedSpecs",
     "TimedPlanning",
+    "graph_table",
     "lower_and_plan",
     "memory_config",
     "node_writers",
@@ -87,37 +89,69 @@ def program_table(
     """The planned specs as a table labelled by node name (``name[i]`` for the i-th output
     of a multi-output node), and the graph's node names (index = node index)."""
     exported = program.exported_program()
-    nodes = list(exported.graph_module.graph.nodes)
-    spec_names: dict[int, str] = {}
-    for node in nodes:
-        specs = node.meta.get("spec")
-        several = isinstance(specs, (list, tuple))
-        for index, spec in enumerate(specs if several else [specs]):
-            if isinstance(spec, TensorSpec):
-                spec_names.setdefault(id(spec), f"{node.name}[{index}]" if several else node.name)
-    # The selection upstream's placer and reports use: graph inputs/outputs as configured,
-    # constants left out, each spec once, in node order.
-    specs = [
-        spec
-        for spec in collect_specs_from_nodes(
-            nodes,
-            exported.graph_signature,
-            ignore_graph_input=not alloc_inputs,
-            ignore_graph_output=not alloc_outputs,
+    return graph_table(exported.graph_module, exported.graph_signature, alloc_inputs, alloc_outputs)
+
+
+def graph_table(
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    alloc_inputs: bool,
+    alloc_outputs: bool,
+) -> tuple[TensorTable, list[str]]:
+    """:func:`program_table` of a planned graph module and its signature."""
+    specs = PlannedSpecs(graph_module, graph_signature, alloc_inputs, alloc_outputs)
+    return specs.table(), [node.name for node in graph_module.graph.nodes]
+
+
+class PlannedSpecs:
+    """The specs a plan table lists, named and marked once; :meth:`table` reads where
+    they are now (so a graph planned again is read again without looking them up)."""
+
+    def __init__(
+        self,
+        graph_module: torch.fx.GraphModule,
+        graph_signature: Any,
+        alloc_inputs: bool,
+        alloc_outputs: bool,
+    ) -> None:
+        nodes = list(graph_module.graph.nodes)
+        spec_names: dict[int, str] = {}
+        for node in nodes:
+            specs = node.meta.get("spec")
+            several = isinstance(specs, (list, tuple))
+            for index, spec in enumerate(specs if several else [specs]):
+                if isinstance(spec, TensorSpec):
+                    name = f"{node.name}[{index}]" if several else node.name
+                    spec_names.setdefault(id(spec), name)
+        # The selection upstream's placer and reports use: graph inputs/outputs as
+        # configured, constants left out, each spec once, in node order.
+        self.specs: list[TensorSpec] = list(
+            collect_specs_from_nodes(
+                nodes,
+                graph_signature,
+                ignore_graph_input=not alloc_inputs,
+                ignore_graph_output=not alloc_outputs,
+            )
         )
-        if spec.mem_id is not None and spec.mem_offset is not None
-    ]
-    shared = storage_sharing_spec_ids(exported.graph_module)
-    table = TensorTable(
-        labels=[spec_names.get(id(spec), "?") for spec in specs],
-        mem_ids=np.array([spec.mem_id for spec in specs], dtype=np.int64),
-        offsets=np.array([spec.mem_offset for spec in specs], dtype=np.int64),
-        sizes=np.array([spec.allocated_memory for spec in specs], dtype=np.int64),
-        starts=np.array([spec.lifetime[0] for spec in specs], dtype=np.int64),
-        ends=np.array([spec.lifetime[1] for spec in specs], dtype=np.int64),
-        shares_storage=np.array([id(spec) in shared for spec in specs], dtype=bool),
-    )
-    return table, [node.name for node in nodes]
+        self.labels = [spec_names.get(id(spec), "?") for spec in self.specs]
+        shared = storage_sharing_spec_ids(graph_module)
+        self.shares_storage = np.array([id(spec) in shared for spec in self.specs], dtype=bool)
+        self.sizes = np.array([spec.allocated_memory for spec in self.specs], dtype=np.int64)
+
+    def table(self) -> TensorTable:
+        """The placed specs (those with a ``mem_id`` and a ``mem_offset``), as they are now."""
+        placed = [spec.mem_id is not None and spec.mem_offset is not None for spec in self.specs]
+        specs = [spec for spec, kept in zip(self.specs, placed, strict=True) if kept]
+        keep = np.array(placed, dtype=bool)
+        return TensorTable(
+            labels=[label for label, kept in zip(self.labels, placed, strict=True) if kept],
+            mem_ids=np.array([spec.mem_id for spec in specs], dtype=np.int64),
+            offsets=np.array([spec.mem_offset for spec in specs], dtype=np.int64),
+            sizes=self.sizes[keep],
+            starts=np.array([spec.lifetime[0] for spec in specs], dtype=np.int64),
+            ends=np.array([spec.lifetime[1] for spec in specs], dtype=np.int64),
+            shares_storage=self.shares_storage[keep],
+        )
 
 
 def lower_and_plan(

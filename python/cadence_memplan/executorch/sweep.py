@@ -1,0 +1,196 @@
+"""Plan one lowered model at many memory configurations, for ``cadence-memplan sweep``.
+
+The sweep itself (rows, what moved, the table) is numpy only, in
+:mod:`cadence_memplan.analysis.sweep`; this module supplies its ``plan_at`` for models.
+
+The model goes through ``to_executorch`` once, with our ``CadenceMemoryPlanning`` whose
+algorithm is wrapped: when exir's ``apply_algo`` calls it, the wrapper records what it was
+handed (the specs, with lifetimes just computed, the graph module and its signature) and a
+:class:`~cadence_memplan.executorch.cadence.SpecSnapshot`. Each later :meth:`Replanner.plan`
+puts every spec (and every op Cadence's constraint passes rewrite) back as it was at
+that call, builds the algorithm for the new
+``MemoryConfig`` as upstream's ``CadenceMemoryPlanning`` does, and calls it as
+``apply_algo`` did: upstream's ``MemoryPlanningAlgo.__call__``, so upstream's constraint
+generation, pinned and relative placements, then our placer. Only that planning step runs
+again; export, ``to_edge``, the passes before planning and the emitter do not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from executorch.backends.cadence.aot.pass_utils import CompileMode
+from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig
+from executorch.exir.tensor import TensorSpec
+
+from .._types import ALGORITHMS
+from ..io.memories import Memory
+from ..stats import TensorTable
+from .cadence import CadenceMemoryPlanning, SpecSnapshot
+from .lowering import PlannedSpecs, memory_config
+
+__all__ = ["PLANNING_FAILURES", "Replanner"]
+
+# What a plan that does not fit raises: our placers' failure, and upstream's MemoryError
+# for a pinned spec that cannot be placed.
+PLANNING_FAILURES = (MemoryPlanningAlgoFailure, MemoryError)
+
+
+def _operations(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The graph's call_function nodes (to_executorch replaces its output node later)."""
+    return [node for node in graph_module.graph.nodes if node.op == "call_function"]
+
+
+@dataclass
+class _AlgoCall:
+    alignment: int
+    specs: list[TensorSpec]
+    graph_module: torch.fx.GraphModule
+    graph_signature: Any
+    extra_padding: int
+    snapshot: SpecSnapshot
+    # Constraint generation also rewrites ops in place (cat -> _cat_nop, slice_copy ->
+    # _slice_copy_nop) and only constrains ops not yet rewritten, so re-planning puts the
+    # targets back too.
+    targets: dict[torch.fx.Node, Any]
+
+    def restore(self) -> None:
+        """Put the graph and its specs back as they were when apply_algo made this call."""
+        if _operations(self.graph_module) != list(self.targets):
+            raise ValueError(
+                "the graph's operations changed after memory planning (added or removed),"
+                " so it cannot be planned again"
+            )
+        for node, target in self.targets.items():
+            if node.target is not target:  # fx's Node.__setattr__ is not cheap
+                node.target = target
+        self.snapshot.restore()
+
+
+class _RecordingAlgo:
+    """Stands in for a ``MemoryPlanningAlgo``: records each call, then makes it."""
+
+    def __init__(self, algo: Any) -> None:
+        self.algo = algo
+        self.calls: list[_AlgoCall] = []
+
+    def __call__(
+        self,
+        alignment: int,
+        specs: Any,
+        graph_module: torch.fx.GraphModule,
+        graph_signature: Any,
+        extra_padding: int = 0,
+    ) -> list[int]:
+        specs = list(specs)
+        self.calls.append(
+            _AlgoCall(
+                alignment,
+                specs,
+                graph_module,
+                graph_signature,
+                extra_padding,
+                SpecSnapshot(graph_module),
+                {node: node.target for node in _operations(graph_module)},
+            )
+        )
+        bufsizes: list[int] = self.algo(
+            alignment, specs, graph_module, graph_signature, extra_padding
+        )
+        return bufsizes
+
+
+@contextlib.contextmanager
+def _graph_code_kept(graph_module: torch.fx.GraphModule) -> Iterator[None]:
+    """Skip ``recompile()`` while planning: torch's PassManager calls it after each of
+    upstream's constraint passes, which only read the graph (they record constraints and
+    widen lifetimes in the specs), so the regenerated Python code would be the same.
+    Regenerating it was 94% of a re-plan's time under cProfile (100 re-plans of the
+    default encoder: 26 s, 24.7 s of them in recompile; without it 1.1 s, of which
+    constraint generation 71%, placement 20%)."""
+    graph_module.recompile = _keep_code  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        del graph_module.recompile  # the class's method again
+
+
+def _keep_code() -> None:
+    pass
+
+
+class Replanner:
+    """A model lowered once, planned again at any memory configuration.
+
+    ``memories`` is the configuration of the one real planning run inside
+    ``to_executorch``; if it does not fit, that is not an error here (each configuration
+    the caller asks for is planned on its own).
+    """
+
+    def __init__(
+        self,
+        edge: EdgeProgramManager,
+        memories: Sequence[Memory],
+        algorithm: str,
+        alloc_inputs: bool = True,
+        alloc_outputs: bool = True,
+    ) -> None:
+        self.mem_algo = ALGORITHMS.index(algorithm)
+        self.alloc_inputs = alloc_inputs
+        self.alloc_outputs = alloc_outputs
+        planning = CadenceMemoryPlanning(
+            memory_config(memories),
+            CompileMode.DEFAULT,
+            self.mem_algo,
+            alloc_graph_input=alloc_inputs,
+            alloc_graph_output=alloc_outputs,
+        )
+        recorder = _RecordingAlgo(planning.algo)
+        planning.algo = recorder
+        try:
+            edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+        except PLANNING_FAILURES:
+            if not recorder.calls:
+                raise
+        if len(recorder.calls) != 1:
+            # apply_algo plans control-flow submodules first, each with its own call.
+            raise ValueError(
+                f"the memory planner was called {len(recorder.calls)} times (control flow?);"
+                " sweep plans graphs without submodules only"
+            )
+        self.call = recorder.calls[0]
+        self.node_names: list[str] = [node.name for node in self.call.graph_module.graph.nodes]
+        self.planned_specs = PlannedSpecs(
+            self.call.graph_module, self.call.graph_signature, alloc_inputs, alloc_outputs
+        )
+
+    def plan(self, memories: Sequence[Memory]) -> TensorTable:
+        """The plan at ``memories``, as ``plan`` would make it; raises one of
+        :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
+        call = self.call
+        call.restore()
+        algo = CadenceMemoryPlanning.get_mem_algos(
+            memory_config(memories),
+            CompileMode.DEFAULT,
+            self.alloc_inputs,
+            self.alloc_outputs,
+            None,
+        )[self.mem_algo]
+        try:
+            with _graph_code_kept(call.graph_module):
+                algo(
+                    call.alignment,
+                    call.specs,
+                    call.graph_module,
+                    call.graph_signature,
+                    call.extra_padding,
+                )
+        except BaseException:
+            call.restore()
+            raise
+        return self.planned_specs.table()

@@ -1,0 +1,348 @@
+"""``cadence-memplan sweep`` and :mod:`cadence_memplan.analysis.sweep`.
+
+Every row is held against a plan made directly with ``cadence_memplan.plan`` at that size
+(arrays) or with a whole ``to_executorch`` at that size (models); the moves against
+growth against a case built to have one.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cadence_memplan
+from cadence_memplan.analysis.sweep import (
+    SweepRow,
+    arrays_planner,
+    find_memory,
+    moves_against_growth,
+    parse_sweep_sizes,
+    smallest_size_keeping_all,
+    sweep,
+)
+from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv
+
+CLI = [sys.executable, "-m", "cadence_memplan"]
+
+# Position-based first fit places the largest tensor first. While memory 1 is smaller
+# than A, B and C (never alive together) share it: 12 bytes. From 10 bytes A takes it,
+# B and C overlap A in time and go to memory 2: memory 1 holds 10 bytes, fewer than 12.
+AGAINST_GROWTH_CSV = """id,lower,upper,size
+A,0,2,10
+B,0,1,6
+C,1,2,6
+"""
+AGAINST_GROWTH_MEMORIES = "fast=6:1,slow=1KiB:1"
+
+SMALL_CSV = """id,lower,upper,size
+a,0,3,1000
+b,1,4,3000
+c,2,6,500
+d,3,5,2000
+e,4,8,700
+f,5,7,1200
+g,0,2,64
+h,6,8,4096
+l,3,8,800
+"""
+
+
+def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+# --------------------------------------------------------------------------- sizes, names
+
+
+def test_sizes_are_evenly_spaced_whole_bytes() -> None:
+    sizes = parse_sweep_sizes("64KiB:1MiB:16")
+    assert len(sizes) == 16
+    assert (sizes[0], sizes[-1]) == (64 << 10, 1 << 20)
+    assert set(np.diff(sizes).tolist()) == {64 << 10}  # (1 MiB - 64 KiB) / 15
+    assert parse_sweep_sizes("100:100:1") == [100]
+    assert parse_sweep_sizes("7:9:1") == [7]
+    assert parse_sweep_sizes("10:12:100") == [10, 11, 12]  # each size once
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1KiB:2KiB", "is not LO:HI:STEPS"),
+        ("1KiB:2KiB:3:4", "is not LO:HI:STEPS"),
+        ("2KiB:1KiB:3", "LO 2KiB is larger than HI 1KiB"),
+        ("1KiB:2KiB:0", "STEPS must be at least 1"),
+        ("1KiB:2KiB:-3", "STEPS must be at least 1"),
+        ("1KiB:2KiB:many", "STEPS 'many' is not an integer"),
+        ("lots:2KiB:3", "--sizes: LO: 'lots' is not a size"),
+        ("0:2KiB:3", "outside 1 B"),
+    ],
+)
+def test_bad_sizes(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match="--sizes") as error:
+        parse_sweep_sizes(text)
+    assert message in str(error.value)
+
+
+def test_memory_by_name_or_id() -> None:
+    memories = parse_memory_spec("fast=1KiB:1,near=2KiB:1,4KiB:1")
+    assert find_memory(memories, "near") == 1
+    assert find_memory(memories, "1") == 0
+    assert find_memory(memories, "3") == 2  # unnamed: named by its id
+    for missing in ("slow", "0", "4"):
+        with pytest.raises(ValueError, match=f"--vary: no memory '{missing}'; the memories"):
+            find_memory(memories, missing)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@pytest.mark.parametrize("algorithm", ["position", "heuristic", "best"])
+def test_rows_match_direct_plans(tmp_path: Path, algorithm: str) -> None:
+    instance = read_minimalloc_csv(write(tmp_path, "small.csv", SMALL_CSV))
+    memories = parse_memory_spec("fast=1KiB:16,near=3KiB:16,far=4KiB:16")
+    sizes = parse_sweep_sizes("64:9KiB:23")
+    planner = arrays_planner(instance.starts, instance.ends, instance.sizes, algorithm)
+    rows = sweep(planner, memories, 1, sizes)
+    assert [row.size for row in rows] == sizes
+    fitted = 0
+    for row in rows:
+        try:
+            direct = cadence_memplan.plan(
+                instance.starts,
+                instance.ends,
+                instance.sizes,
+                [1024, row.size, 4096],
+                [16, 16, 16],
+                algorithm=algorithm,  # type: ignore[arg-type]
+            )
+        except cadence_memplan.PlanningError:
+            assert not row.fits
+            assert "fits nowhere" in row.failure
+            continue
+        fitted += 1
+        assert row.fits
+        for mem_id in (1, 2, 3):
+            chosen = direct.mem_ids == mem_id
+            assert row.tensor_bytes[mem_id - 1] == int(instance.sizes[chosen].sum())
+            assert row.tensor_counts[mem_id - 1] == int(chosen.sum())
+            ends = direct.offsets[chosen] + instance.sizes[chosen]
+            assert row.peak_usage[mem_id - 1] == (int(ends.max()) if chosen.any() else 0)
+        assert row.bytes_outside_memory_1 == int(instance.sizes[direct.mem_ids > 1].sum())
+    assert 0 < fitted < len(rows)  # the sizes cover plans that fit and some that do not
+
+
+def test_moves_against_growth_found_where_built(tmp_path: Path) -> None:
+    instance = read_minimalloc_csv(write(tmp_path, "against.csv", AGAINST_GROWTH_CSV))
+    memories = parse_memory_spec(AGAINST_GROWTH_MEMORIES)
+    planner = arrays_planner(instance.starts, instance.ends, instance.sizes, "position")
+    rows = sweep(planner, memories, 0, list(range(6, 13)))
+    assert [row.tensor_bytes[0] for row in rows] == [12, 12, 12, 12, 10, 10, 10]
+    notes = moves_against_growth(rows, memories, 0)
+    assert notes == ["", "", "", "", "fast -2 B, slow +2 B", "", ""]
+    assert smallest_size_keeping_all(rows, 0) is None  # A, B and C never all fit in 12 B
+    # Varying the slower memory with fast fixed at 10 B: nothing moves against growth.
+    fixed = parse_memory_spec("fast=10:1,slow=12:1")
+    slow_rows = sweep(planner, fixed, 1, [12, 20])
+    assert moves_against_growth(slow_rows, fixed, 1) == ["", ""]
+
+
+def test_moves_against_growth_compare_with_the_last_plan_that_fits() -> None:
+    memories = parse_memory_spec("a=1KiB:1,b=1KiB:1,c=1KiB:1")
+
+    def row(size: int, *tensor_bytes: int) -> SweepRow:
+        return SweepRow(size, True, tensor_bytes, (1, 1, 1), tensor_bytes)
+
+    failed = SweepRow(3, False, (0, 0, 0), (0, 0, 0), (0, 0, 0), "x fits nowhere")
+    rows = [row(1, 5, 5, 5), row(2, 6, 3, 6), failed, row(4, 7, 1, 7), row(5, 9, 0, 6)]
+    # Varying b (index 1): a + b fell 11 -> 9 at size 2, then 9 -> 8 at 4 (past the
+    # failed row), then rose.
+    assert moves_against_growth(rows, memories, 1) == [
+        "",
+        "a +1 B, b -2 B, c +1 B",
+        "",
+        "a +1 B, b -2 B, c +1 B",
+        "",
+    ]
+    assert moves_against_growth(rows, memories, 0) == ["", "", "", "", ""]
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_csv_rows_and_marks(tmp_path: Path) -> None:
+    instance = write(tmp_path, "against.csv", AGAINST_GROWTH_CSV)
+    out = tmp_path / "sweep.csv"
+    result = run(
+        "sweep", instance, "--memory", AGAINST_GROWTH_MEMORIES, "--vary", "fast",
+        "--sizes", "6:12:7", "--out", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(out)
+    assert [int(row["size"]) for row in rows] == list(range(6, 13))
+    assert [int(row["fast_bytes"]) for row in rows] == [12, 12, 12, 12, 10, 10, 10]
+    assert [int(row["slow_bytes"]) for row in rows] == [10, 10, 10, 10, 12, 12, 12]
+    assert [int(row["fast_tensors"]) for row in rows] == [2, 2, 2, 2, 1, 1, 1]
+    assert [int(row["bytes_outside_memory_1"]) for row in rows] == [10] * 4 + [12] * 3
+    assert [row["moved_against_growth"] for row in rows] == [""] * 4 + ["fast -2 B, slow +2 B"] + [
+        ""
+    ] * 2
+    assert all(row["fits"] == "1" for row in rows)
+    marked = [line for line in result.stdout.splitlines() if "yes  << moved" in line]
+    assert len(marked) == 1
+    assert marked[0].startswith("10 B ")
+    assert "moved against growth at 1 size(s) (10 B; marked <<)" in result.stdout
+    assert "every tensor in fast: at none of the sizes swept" in result.stdout
+    assert "planning time: 7 plans in" in result.stdout
+
+
+def test_cli_rows_that_do_not_fit_and_the_first_size_keeping_all(tmp_path: Path) -> None:
+    instance = write(tmp_path, "small.csv", SMALL_CSV)
+    out = tmp_path / "sweep.csv"
+    result = run(
+        "sweep", instance, "--memory", "fast=1KiB:16,far=4KiB:16", "--vary", "far",
+        "--sizes", "1KiB:16KiB:16", "--out", out, "--algo", "heuristic",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(out)
+    instance_arrays = read_minimalloc_csv(instance)
+    for row in rows:
+        try:
+            direct = cadence_memplan.plan(
+                instance_arrays.starts,
+                instance_arrays.ends,
+                instance_arrays.sizes,
+                [1024, int(row["size"])],
+                [16, 16],
+                algorithm="heuristic",
+            )
+        except cadence_memplan.PlanningError:
+            assert row["fits"] == "0"
+            assert row["far_bytes"] == ""
+            assert "fits nowhere" in row["failure"]
+            assert row["failure"].startswith("buffer '")  # named by the file's id
+            continue
+        assert row["fits"] == "1"
+        assert int(row["far_bytes"]) == int(instance_arrays.sizes[direct.mem_ids == 2].sum())
+    assert {row["fits"] for row in rows} == {"0", "1"}
+    first = next(row for row in rows if row["fits"] == "1")
+    assert f"it fits: from far = {int(first['size']) / 1024:.1f} KiB" in result.stdout
+    assert "does not fit at" in result.stdout
+
+
+def test_cli_sweep_plot(tmp_path: Path) -> None:
+    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
+    instance = write(tmp_path, "against.csv", AGAINST_GROWTH_CSV)
+    png = tmp_path / "sweep.png"
+    result = run(
+        "sweep", instance, "--memory", AGAINST_GROWTH_MEMORIES, "--vary", "1",
+        "--sizes", "6:12:7", "--plot", png, "-q",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"wrote sweep plot: {png}" in result.stdout
+    assert matplotlib_image.imread(png).shape[:2] == (600, 1000)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--vary", "slow", "--sizes", "1KiB:2KiB:3"], "--vary: no memory 'slow'"),
+        (["--vary", "4", "--sizes", "1KiB:2KiB:3"], "--vary: no memory '4'"),
+        (["--vary", "fast", "--sizes", "1KiB:2KiB"], "--sizes: '1KiB:2KiB' is not LO:HI:STEPS"),
+        (["--vary", "fast", "--sizes", "2KiB:1KiB:3"], "LO 2KiB is larger than HI 1KiB"),
+        (["--vary", "fast", "--sizes", "1KiB:2KiB:0"], "STEPS must be at least 1"),
+        (["--vary", "fast", "--sizes", "1KiB:2KiB:3", "--out", "x.json"], "expected a file"),
+        (["--sizes", "1KiB:2KiB:3"], "the following arguments are required: --vary"),
+        (["--vary", "fast"], "the following arguments are required: --sizes"),
+        (["--vary", "fast", "--sizes", "1KiB:2KiB:3", "--memory", "1KiB"], "--memory:"),
+    ],
+)
+def test_cli_usage_errors(tmp_path: Path, arguments: list[str], message: str) -> None:
+    instance = write(tmp_path, "small.csv", SMALL_CSV)
+    result = run("sweep", instance, *arguments)
+    assert result.returncode == 2, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr
+    assert message in lines[-1]
+    assert not (tmp_path / "x.json").exists()
+
+
+# --------------------------------------------------------------------------- models
+
+
+@pytest.mark.executorch
+def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
+    """Re-planning only the planning step gives, at each size, the plan a whole
+    to_executorch makes there (cnn: cat and slice constraints), also after a size that
+    does not fit; the CLI's model path uses this Replanner."""
+    import copy
+
+    import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
+    import torch
+    from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
+    from executorch.exir import to_edge
+
+    from cadence_memplan.cli.models import build_model
+    from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
+    from cadence_memplan.executorch.lowering import lower_and_plan
+    from cadence_memplan.executorch.sweep import PLANNING_FAILURES, Replanner
+
+    model, inputs = build_model("cnn", image=8)
+    edge = to_edge(torch.export.export(model, inputs, strict=False))
+    base = parse_memory_spec("fast=4KiB:16,near=8KiB:64")
+    replanner = Replanner(copy.deepcopy(edge), base, "heuristic")
+    checked = failed = 0
+    sharing = False
+    for fast, near in ((1024, 8192), (256, 256), (2048, 8192), (4096, 8192), (8192, 8192)):
+        memories = parse_memory_spec(f"fast={fast}:16,near={near}:64")
+        try:
+            whole = lower_and_plan(
+                copy.deepcopy(edge), CadenceMemoryPlanning, memories, "heuristic"
+            )
+        except MemoryPlanningAlgoFailure:
+            with pytest.raises(PLANNING_FAILURES):
+                replanner.plan(memories)
+            failed += 1
+            continue
+        table = replanner.plan(memories)
+        assert table.same_plan(whole.table)
+        assert np.array_equal(table.shares_storage, whole.table.shares_storage)
+        sharing = sharing or bool(table.shares_storage.any())
+        checked += 1
+    assert checked >= 3
+    assert failed == 1
+    assert sharing, "the cnn's cat/slice constraints place tensors inside others"
+
+
+@pytest.mark.executorch
+def test_cli_model_sweep(tmp_path: Path) -> None:
+    out = tmp_path / "sweep.csv"
+    result = run(
+        "sweep", "mlp", "--vary", "fast", "--sizes", "1KiB:16KiB:4", "--out", out,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "lowering once with to_executorch" in result.stderr
+    rows = read_rows(out)
+    assert [int(row["size"]) for row in rows] == [1024, 6144, 11264, 16384]
+    # The mlp's 9 tensors: all in fast once it is big enough, fewer below.
+    assert int(rows[-1]["fast_tensors"]) == 9
+    assert int(rows[-1]["bytes_outside_memory_1"]) == 0
+    assert int(rows[0]["bytes_outside_memory_1"]) > 0
