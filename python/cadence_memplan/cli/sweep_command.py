@@ -1,0 +1,233 @@
+"""``cadence-memplan sweep``: plan INPUT again at many sizes of one memory (a model is
+lowered once) and print, write and draw what each memory holds at each size."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..analysis.sweep import (
+    SweepRow,
+    arrays_planner,
+    find_memory,
+    moves_against_growth,
+    parse_sweep_sizes,
+    smallest_size_keeping_all,
+    sweep,
+    sweep_table,
+    write_sweep_csv,
+)
+from ..io.memories import Memory
+from ..stats import TensorTable, format_bytes
+from .common import (
+    EXIT_PLANNING_FAILED,
+    CliError,
+    Progress,
+    add_planning_options,
+    check_matplotlib,
+    check_output,
+    check_plan,
+    edge_program,
+    load_arrays,
+    memories_from_arguments,
+    model_stack_installed,
+    one_line,
+    quiet_libraries,
+    resolve_input,
+    writing_outputs,
+)
+from .models import DEFAULT_INPUT
+from .plot import PLOT_SUFFIXES
+from .report import format_seconds, print_table
+
+
+def add_parser(commands: Any) -> None:
+    sweeper = commands.add_parser(
+        "sweep",
+        help="plan again at many sizes of one memory: what each memory holds, what spills",
+        description="Plan INPUT with memory M's size stepped from LO to HI and print one row"
+        " per size: each memory's tensor bytes and count, the bytes outside memory 1, whether"
+        " the plan fits, and sizes where a bigger M holds fewer bytes (the greedy placers can"
+        " do that). A model is lowered once; each size re-runs only the memory planning.",
+    )
+    sweeper.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help=f"as for plan (default: {DEFAULT_INPUT})",
+    )
+    add_planning_options(sweeper)
+    sweeper.add_argument(
+        "--vary",
+        metavar="M",
+        required=True,
+        help="the memory whose size is stepped: its name or id (1 = fastest)",
+    )
+    sweeper.add_argument(
+        "--sizes",
+        metavar="LO:HI:STEPS",
+        required=True,
+        help="STEPS sizes from LO to HI, evenly spaced (units as in --memory, e.g. 64KiB:1MiB:100)",
+    )
+    sweeper.add_argument("--out", metavar="FILE", help="write one line per size (.csv)")
+    sweeper.add_argument(
+        "--plot", metavar="FILE", help="draw bytes per memory against the size (.png, .svg, .pdf)"
+    )
+    sweeper.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    sweeper.add_argument(
+        "--debug", action="store_true", help="show tracebacks and library warnings"
+    )
+
+
+def run(arguments: argparse.Namespace) -> int:
+    progress = Progress(arguments.quiet)
+    label, kind, path = resolve_input(arguments.input)
+    memories = memories_from_arguments(arguments)
+    try:
+        varied = find_memory(memories, arguments.vary)
+        sizes = parse_sweep_sizes(arguments.sizes)
+    except ValueError as error:
+        raise CliError(str(error)) from error
+    check_output(arguments.out, "--out", (".csv",))
+    check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
+    check_matplotlib(arguments.plot)
+    if arguments.input is None and not model_stack_installed():
+        progress("torch/executorch not installed: sweeping the synthetic graph instead")
+        label, kind = "synthetic", "arrays"
+    name = memories[varied].name
+    with contextlib.ExitStack() as stack:
+        if kind in ("model", "archive"):
+            stack.enter_context(quiet_libraries(arguments.debug))
+            plan_at = _model_planner(arguments, label, path, memories, varied, sizes, progress)
+        else:
+            labels, starts, ends, tensor_sizes = load_arrays(kind, label, path, progress)
+            what = "buffer" if kind == "csv" else "tensor"
+            names = [f"{what} {name!r}" for name in labels]
+            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names)
+        progress(
+            f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
+            f" {format_bytes(sizes[-1])}"
+        )
+        began = time.perf_counter()
+        every = max(1, len(sizes) // 10)
+
+        def step_done(step: int, size: int) -> None:
+            if step and step % every == 0:
+                progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
+
+        rows = sweep(_validated(plan_at), memories, varied, sizes, step_done)
+        seconds = time.perf_counter() - began
+
+    print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
+          f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
+    print_table(*sweep_table(rows, memories, varied))
+    _print_sweep_summary(rows, memories, varied)
+    print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
+    with writing_outputs():
+        if arguments.out:
+            write_sweep_csv(arguments.out, rows, memories, varied)
+            print(f"wrote sweep: {arguments.out}")
+        if arguments.plot:
+            from .plot import plot_sweep
+
+            progress(f"drawing {arguments.plot}")
+            plot_sweep(arguments.plot, rows, memories, varied, f"{label} ({arguments.algo})")
+            print(f"wrote sweep plot: {arguments.plot}")
+    progress("done")
+    return 0
+
+
+def _model_planner(
+    arguments: argparse.Namespace,
+    label: str,
+    path: Path | None,
+    memories: Sequence[Memory],
+    varied: int,
+    sizes: Sequence[int],
+    progress: Progress,
+) -> Callable[[Sequence[Memory]], TensorTable | str]:
+    """Lower the model once; return ``plan_at`` re-running only its memory planning."""
+    edge = edge_program(label, path, progress)
+    from ..executorch.sweep import PLANNING_FAILURES, Replanner
+
+    progress("lowering once with to_executorch (the largest size)")
+    largest = list(memories)
+    largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
+    try:
+        replanner = Replanner(
+            edge, largest, arguments.algo, arguments.alloc_inputs, arguments.alloc_outputs
+        )
+    except ValueError as error:
+        raise CliError(f"cannot sweep {label}: {error}", EXIT_PLANNING_FAILED) from error
+
+    def plan_at(config: Sequence[Memory]) -> TensorTable | str:
+        try:
+            return replanner.plan(config)
+        except PLANNING_FAILURES as error:
+            spec = getattr(error, "spec", None)
+            if spec is None:
+                return one_line(str(error)).split("; ")[0]
+            shape = "x".join(str(size) for size in spec.shape)
+            return (
+                f"a {spec.dtype} tensor [{shape}] ({format_bytes(spec.allocated_memory)})"
+                " fits nowhere"
+            )
+
+    return plan_at
+
+
+def _validated(
+    plan_at: Callable[[Sequence[Memory]], TensorTable | str],
+) -> Callable[[Sequence[Memory]], TensorTable | str]:
+    """``plan_at`` with each plan checked by the validator, as ``plan`` checks its plan."""
+
+    def checked(config: Sequence[Memory]) -> TensorTable | str:
+        outcome = plan_at(config)
+        if isinstance(outcome, str):
+            return outcome
+        problem = check_plan(outcome, config)
+        if problem is not None:
+            sizes = ", ".join(format_bytes(memory.size) for memory in config)
+            raise CliError(f"the plan at {sizes} is invalid: {problem}", EXIT_PLANNING_FAILED)
+        return outcome
+
+    return checked
+
+
+def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], varied: int) -> None:
+    name = memories[varied].name
+    fast = "+".join(memory.name for memory in memories[: varied + 1])
+    kept = smallest_size_keeping_all(rows, varied)
+    what = "it fits" if varied == len(memories) - 1 else f"every tensor in {fast}"
+    if kept is not None:
+        print(
+            f"{what}: from {name} = {format_bytes(kept.size)} ({kept.size:,} bytes) among the"
+            " sizes swept"
+        )
+    else:
+        fitting = [row for row in rows if row.fits]
+        spill = ""
+        if fitting:
+            largest = fitting[-1]
+            outside = sum(largest.tensor_bytes) - largest.bytes_up_to(varied)
+            spill = f" (at {format_bytes(largest.size)}, {format_bytes(outside)} outside it)"
+        print(f"{what}: at none of the sizes swept{spill}")
+    notes = moves_against_growth(rows, memories, varied)
+    against = [row.size for row, note in zip(rows, notes, strict=True) if note]
+    if against:
+        listed = ", ".join(format_bytes(size) for size in against[:8])
+        more = f" and {len(against) - 8} more" if len(against) > 8 else ""
+        print(
+            f"moved against growth at {len(against)} size(s) ({listed}{more}; marked <<):"
+            f" a bigger {name} held fewer bytes in {fast} than the size before"
+        )
+    else:
+        print(f"moved against growth: never (a bigger {name} never held fewer bytes in {fast})")
+    failed = sum(not row.fits for row in rows)
+    if failed:
+        print(f"does not fit at {failed} of {len(rows)} sizes")
