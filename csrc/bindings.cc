@@ -253,10 +253,13 @@ cm::GreedyRequest ToGreedyRequest(const Int64Array& starts, const Int64Array& en
   request.input_sizes = ToVector(input_sizes, "input_sizes");
   request.search = ToObjectSearch(occupancy);
   request.tensors.resize(count);
+  const auto start = starts.unchecked<1>(), end = ends.unchecked<1>();
+  const auto sort_size = sort_sizes.unchecked<1>(), bytes = nbytes.unchecked<1>();
+  const auto mem_id = mem_ids.unchecked<1>(), pin = pinned.unchecked<1>();
+  const auto base = bases.unchecked<1>(), base_offset = base_offsets.unchecked<1>();
   for (py::ssize_t i = 0; i < count; ++i) {
-    request.tensors[i] = {{starts.at(i), ends.at(i)}, sort_sizes.at(i), nbytes.at(i),
-                          mem_ids.at(i),              pinned.at(i) != 0, bases.at(i),
-                          base_offsets.at(i)};
+    request.tensors[i] = {{start(i), end(i)}, sort_size(i), bytes(i),      mem_id(i),
+                          pin(i) != 0,        base(i),      base_offset(i)};
   }
   return request;
 }
@@ -321,13 +324,17 @@ py::tuple CheckStorageReuse(const Int64Array& starts, const Int64Array& ends,
   request.allow_lifetime_and_storage_overlap = allow_lifetime_and_storage_overlap;
   request.search = ToObjectSearch(occupancy);
   request.tensors.resize(count);
+  const auto start = starts.unchecked<1>(), end = ends.unchecked<1>();
+  const auto mem_id = mem_ids.unchecked<1>(), offset = offsets.unchecked<1>();
+  const auto size = sizes.unchecked<1>(), mem_obj_id = mem_obj_ids.unchecked<1>();
   for (py::ssize_t i = 0; i < count; ++i) {
-    request.tensors[i] = {{starts.at(i), ends.at(i)}, mem_ids.at(i), offsets.at(i), sizes.at(i),
-                          mem_obj_ids.at(i)};
+    request.tensors[i] = {{start(i), end(i)}, mem_id(i), offset(i), size(i), mem_obj_id(i)};
   }
-  py::gil_scoped_release release;
-  const cm::ReuseCheckResult result = cm::CheckStorageReuse(request);
-  py::gil_scoped_acquire acquire;
+  cm::ReuseCheckResult result;
+  {
+    py::gil_scoped_release release;
+    result = cm::CheckStorageReuse(request);
+  }
   return py::make_tuple(result.reuse_pairs, result.violation);
 }
 

@@ -28,6 +28,12 @@ class LiveAllocationIndex {
                       const std::vector<Lifetime>* lifetimes)
       : points_(std::move(points)), lifetimes_(lifetimes) {
     std::sort(points_.begin(), points_.end());
+    ends_.reserve(points_.size());
+    for (const auto& [start, tensor] : points_) {
+      const Time end = (*lifetimes_)[tensor].end;
+      ends_.push_back(end);
+      if (end > start) longest_ = std::max(longest_, end - start);
+    }
     leaves_ = 1;
     while (leaves_ < static_cast<int64_t>(points_.size())) leaves_ *= 2;
     max_end_.assign(static_cast<size_t>(2 * leaves_), kAbsent);
@@ -45,6 +51,20 @@ class LiveAllocationIndex {
                          std::make_pair(end, std::numeric_limits<TensorIndex>::max())) -
         points_.begin());
     if (limit == 0) return;
+    // A point that reaches `start` starts at `start - longest_` or later: when
+    // few points start in that window, reading them in a row beats the tree.
+    const Time earliest =
+        start < std::numeric_limits<Time>::min() + longest_ ? kAbsent : start - longest_;
+    const auto first = static_cast<int64_t>(
+        std::lower_bound(points_.begin(), points_.end(),
+                         std::make_pair(earliest, std::numeric_limits<TensorIndex>::min())) -
+        points_.begin());
+    if (limit - first <= kLinearWindow) {
+      for (int64_t position = first; position < limit; ++position) {
+        if (present_[position] && ends_[position] >= start) visit(points_[position].second);
+      }
+      return;
+    }
     // Depth-first over the tree, left to right, pruning subtrees that lie
     // past `limit` or whose largest end is before `start`.
     struct Frame {
@@ -80,7 +100,12 @@ class LiveAllocationIndex {
     }
   }
 
+  // Up to this many candidate points are read in a row instead of searched.
+  static constexpr int64_t kLinearWindow = 256;
+
   std::vector<std::pair<Time, TensorIndex>> points_;  // (start, tensor), ascending.
+  std::vector<Time> ends_;                            // Each point's end, present or not.
+  Time longest_ = 0;                                  // The largest end - start.
   const std::vector<Lifetime>* lifetimes_ = nullptr;
   int64_t leaves_ = 1;
   std::vector<Time> max_end_;  // Heap layout; node 1 is the root.
