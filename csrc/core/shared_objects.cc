@@ -349,7 +349,7 @@ PackError ResolveStorageBases(const GreedyRequest& request,
   const auto count = static_cast<TensorIndex>(tensors.size());
   std::vector<int64_t> position(count, -1);
   for (size_t p = 0; p < deferred.size(); ++p) position[deferred[p]] = static_cast<int64_t>(p);
-  constexpr int64_t kUnknown = 0, kInProgress = -2, kNever = -1;
+  constexpr int64_t kUnknown = -3, kInProgress = -2, kNever = -1;
   std::vector<int64_t> round(count, kUnknown);
   for (TensorIndex t = 0; t < count; ++t) {
     if (tensors[t].base == kNoStorageBase) round[t] = 0;  // Placed before any round.
