@@ -163,7 +163,9 @@ class ObjectPool {
  public:
   ObjectPool(const std::vector<Lifetime>& lifetimes, const std::vector<TensorIndex>& members,
              std::vector<Allocation>* where, ObjectSearch search)
-      : lifetimes_(&lifetimes), where_(where), search_(search),
+      : lifetimes_(&lifetimes),
+        where_(where),
+        search_(search),
         sizes_(static_cast<int64_t>(members.size())) {
     if (search_ == ObjectSearch::kIndex) {
       std::vector<std::pair<Time, TensorIndex>> points;
@@ -181,8 +183,9 @@ class ObjectPool {
   // without, it takes the first object with no overlap whatever its size, and
   // the caller checks exir's assertion.
   Reuse Find(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping) {
-    return search_ == ObjectSearch::kIndex ? FindIndexed(tensor, size, skip_small, allow_overlapping)
-                                           : FindScan(tensor, size, skip_small, allow_overlapping);
+    return search_ == ObjectSearch::kIndex
+               ? FindIndexed(tensor, size, skip_small, allow_overlapping)
+               : FindScan(tensor, size, skip_small, allow_overlapping);
   }
 
   void Add(TensorIndex tensor, int64_t object, Offset offset, Size size) {
@@ -418,9 +421,8 @@ bool LayOut(const GreedyRequest& request, const std::map<int64_t, ObjectPool>& p
   result->bufsizes.assign(static_cast<size_t>(pools.rbegin()->first + 1), 0);
   std::map<int64_t, std::vector<Offset>> object_offsets;
   for (const auto& [mem_id, pool] : pools) {
-    Size total = mem_id < static_cast<int64_t>(request.input_sizes.size())
-                     ? request.input_sizes[mem_id]
-                     : 0;
+    Size total =
+        mem_id < static_cast<int64_t>(request.input_sizes.size()) ? request.input_sizes[mem_id] : 0;
     auto& offsets = object_offsets[mem_id];
     for (int64_t object = 0; object < pool.object_count(); ++object) {
       offsets.push_back(total);
@@ -504,8 +506,9 @@ PackResult PackGreedy(const GreedyRequest& request) {
     for (TensorIndex t : deferred) result.placements[t].object = where[t].object;
   }
   if (result.error.kind != PackErrorKind::kNone) return result;
-  if (!LayOut(request, pools, [](int64_t, const ObjectPool&) { return true; }, where, mem_of,
-              &result)) {
+  if (!LayOut(
+          request, pools, [](int64_t, const ObjectPool&) { return true; }, where, mem_of,
+          &result)) {
     result.error = {PackErrorKind::kOverflow, -1, 0};
   }
   return result;
@@ -518,8 +521,8 @@ PackResult PackBanked(const BankedRequest& request) {
   std::map<int64_t, size_t> bank_of;
   for (size_t b = 0; b < request.banks.size(); ++b) {
     const Bank& bank = request.banks[b];
-    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 ||
-        bank.size > kMaxByteValue || bank.alignment < 0 || bank.alignment > kMaxByteValue ||
+    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 || bank.size > kMaxByteValue ||
+        bank.alignment < 0 || bank.alignment > kMaxByteValue ||
         !bank_of.emplace(bank.mem_id, b).second) {
       throw InvalidInput(StrCat("bank ", b, " is not a valid bank of a target memory map"));
     }
@@ -564,9 +567,8 @@ PackResult PackBanked(const BankedRequest& request) {
   std::vector<Size> used(request.banks.size());
   for (size_t b = 0; b < request.banks.size(); ++b) {
     const int64_t mem_id = request.banks[b].mem_id;
-    used[b] = mem_id < static_cast<int64_t>(greedy.input_sizes.size())
-                  ? greedy.input_sizes[mem_id]
-                  : 0;
+    used[b] =
+        mem_id < static_cast<int64_t>(greedy.input_sizes.size()) ? greedy.input_sizes[mem_id] : 0;
   }
   const auto fail = [&](PackErrorKind kind, TensorIndex tensor, int64_t value) {
     result.error = {kind, tensor, value};

@@ -15,11 +15,11 @@ from __future__ import annotations
 import gc
 import logging
 import math
-from itertools import chain
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -45,10 +45,13 @@ OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("index", "scan")
 _EXACT_LIMIT = 1 << 53
 _MAX_MEM_ID = 1 << 20
 _EMPTY = np.zeros(0, dtype=np.int64)
+_logger = logging.getLogger(__name__)
 
 # `scalar_type` is what TensorSpec.dtype returns, without the property call.
 _read_fields = attrgetter("lifetime", "shape", "scalar_type", "alignment", "mem_id", "storage_base")
 _element_sizes: dict[torch.dtype, int] = {}
+# What exir's num_bytes_from_shape_and_dtype multiplies by (untyped in torch).
+_torch_element_size: Callable[[torch.dtype], int] = torch._utils._element_size
 
 
 class _NotExact(Exception):
@@ -79,7 +82,7 @@ def _gc_paused() -> Iterator[None]:
 def _element_size(dtype: torch.dtype) -> int:
     size = _element_sizes.get(dtype)
     if size is None:
-        size = _element_sizes[dtype] = torch._utils._element_size(dtype)
+        size = _element_sizes[dtype] = _torch_element_size(dtype)
     return size
 
 
@@ -119,7 +122,7 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     rows = list(map(_read_fields, specs))
     if not rows:
         return _Specs(specs, *([_EMPTY] * 8))
-    lifetimes, shapes, dtypes, alignments, mem_ids, bases = zip(*rows)
+    lifetimes, shapes, dtypes, alignments, mem_ids, bases = zip(*rows, strict=True)
     if any(len(lifetime) != 2 for lifetime in lifetimes):
         raise _NotExact
     lifetime_array = _int64(chain.from_iterable(lifetimes))
@@ -150,7 +153,8 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
             raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
         base_array = _int64(-1 if base is None else index_of.get(id(base), -2) for base in bases)
         offset_array = _int64(
-            0 if base is None else spec.storage_base_offset for spec, base in zip(specs, bases)
+            0 if base is None else spec.storage_base_offset
+            for spec, base in zip(specs, bases, strict=True)
         )
         if np.abs(offset_array).max() >= _EXACT_LIMIT:
             raise _NotExact
@@ -224,7 +228,7 @@ def _realign(specs: list[TensorSpec], final_alignment: npt.NDArray[np.int64]) ->
         for spec in specs:
             spec.alignment = alignment
         return
-    for spec, alignment in zip(specs, final_alignment.tolist()):
+    for spec, alignment in zip(specs, final_alignment.tolist(), strict=True):
         if alignment:
             spec.alignment = alignment
 
@@ -265,7 +269,9 @@ def _result(read: _Specs, packing: api.SharedObjectPacking) -> MemoryAlgoResult:
         packing.objects[order].tolist(),
         packing.offsets[order].tolist(),
     )
-    return MemoryAlgoResult(dict(zip(ordered_specs, allocations)), packing.bufsizes.tolist())
+    return MemoryAlgoResult(
+        dict(zip(ordered_specs, allocations, strict=True)), packing.bufsizes.tolist()
+    )
 
 
 def greedy(
@@ -311,7 +317,7 @@ def greedy(
     _raise_storage_error(read, packing)
     with _gc_paused():
         result = _result(read, packing)
-    logging.debug(f"greedy algorithm returns bufsizes: {result.bufsizes}")
+    _logger.debug("greedy algorithm returns bufsizes: %s", result.bufsizes)
     return result
 
 
@@ -387,7 +393,7 @@ class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
             used = packing.used.tolist()
             remaining = ", ".join(
                 f"{bank.name} {bank.size - bank_used} of {bank.size} free"
-                for bank, bank_used in zip(banks, used)
+                for bank, bank_used in zip(banks, used, strict=True)
             )
             raise exir_banked.BankPlacementError(
                 f"No declared bank can hold a {spec.allocated_memory}-byte buffer "
@@ -399,5 +405,5 @@ class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
         with _gc_paused():
             result = _result(read, packing)
         self._check_capacity(result.bufsizes)
-        logging.debug(f"banked greedy returns bufsizes: {result.bufsizes}")
+        _logger.debug("banked greedy returns bufsizes: %s", result.bufsizes)
         return result

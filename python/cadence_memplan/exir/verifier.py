@@ -62,7 +62,7 @@ def _arrays(specs: list[TensorSpec]) -> tuple[Any, ...]:
     specs_per_memory = Counter(mem_ids)
     starts, ends, offsets, sizes, mem_obj_ids = [], [], [], [], []
     checked_mem_ids = []
-    for spec, mem_id in zip(specs, mem_ids):
+    for spec, mem_id in zip(specs, mem_ids, strict=True):
         lifetime = spec.lifetime
         try:
             start, end = _as_int(lifetime[0]), _as_int(lifetime[1])
