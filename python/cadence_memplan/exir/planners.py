@@ -117,7 +117,7 @@ def _read_specs(specs: list[TensorSpec]) -> _Specs:
 
 def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     count = len(specs)
-    if any(type(spec) is not TensorSpec for spec in specs):
+    if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
     rows = list(map(_read_fields, specs))
     if not rows:
@@ -158,7 +158,7 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         )
         if np.abs(offset_array).max() >= _EXACT_LIMIT:
             raise _NotExact
-    if len({id(spec) for spec in specs}) != count:
+    if len(set(map(id, specs))) != count:
         raise _NotExact
     return _Specs(
         specs,
