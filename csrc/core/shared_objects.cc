@@ -15,6 +15,9 @@ namespace cadence_memplan {
 namespace {
 
 constexpr int64_t kMaxMemId = int64_t{1} << 20;
+// The bound on every byte count, offset and alignment of a request: sums of a
+// few of them cannot overflow (exir's are Python ints; no tensor comes near).
+constexpr int64_t kMaxExirValue = int64_t{1} << 60;
 constexpr Time kAbsent = std::numeric_limits<Time>::min();
 
 // Points (start, end), one per lifetime that may be inserted, ordered by
@@ -325,14 +328,14 @@ class ObjectPool {
 };
 
 void CheckTensors(const GreedyRequest& request) {
-  if (request.alignment < 1 || request.alignment > kMaxByteValue) {
-    throw InvalidInput(StrCat("alignment must be in 1..2^62, got ", request.alignment));
+  if (request.alignment < 1 || request.alignment > kMaxExirValue) {
+    throw InvalidInput(StrCat("alignment must be in 1..2^60, got ", request.alignment));
   }
   const auto count = static_cast<TensorIndex>(request.tensors.size());
   for (TensorIndex i = 0; i < count; ++i) {
     const ExirTensor& tensor = request.tensors[i];
-    if (tensor.nbytes < 0 || tensor.nbytes > kMaxByteValue || tensor.sort_size < 0) {
-      throw InvalidInput(StrCat("tensor ", i, " has a size outside 0..2^62"));
+    if (tensor.nbytes < 0 || tensor.nbytes > kMaxExirValue || tensor.sort_size < 0) {
+      throw InvalidInput(StrCat("tensor ", i, " has a size outside 0..2^60"));
     }
     if (tensor.mem_id < 0 || tensor.mem_id > kMaxMemId) {
       throw InvalidInput(StrCat("tensor ", i, " has mem_id ", tensor.mem_id, " outside 0..2^20"));
@@ -340,17 +343,17 @@ void CheckTensors(const GreedyRequest& request) {
     if (tensor.base < kOutsideStorageBase || tensor.base >= count) {
       throw InvalidInput(StrCat("tensor ", i, " has storage base ", tensor.base));
     }
-    if (tensor.base_offset < -kMaxByteValue || tensor.base_offset > kMaxByteValue) {
-      throw InvalidInput(StrCat("tensor ", i, " has a storage_base_offset outside +-2^62"));
+    if (tensor.base_offset < -kMaxExirValue || tensor.base_offset > kMaxExirValue) {
+      throw InvalidInput(StrCat("tensor ", i, " has a storage_base_offset outside +-2^60"));
     }
   }
   for (Size size : request.input_sizes) {
-    if (size < -kMaxByteValue || size > kMaxByteValue) {
-      throw InvalidInput("input_mem_buffer_sizes must be within +-2^62");
+    if (size < -kMaxExirValue || size > kMaxExirValue) {
+      throw InvalidInput("input_mem_buffer_sizes must be within +-2^60");
     }
   }
-  if (request.extra_padding < -kMaxByteValue || request.extra_padding > kMaxByteValue) {
-    throw InvalidInput("extra_padding must be within +-2^62");
+  if (request.extra_padding < -kMaxExirValue || request.extra_padding > kMaxExirValue) {
+    throw InvalidInput("extra_padding must be within +-2^60");
   }
 }
 
@@ -554,8 +557,8 @@ PackResult PackBanked(const BankedRequest& request) {
   std::map<int64_t, size_t> bank_of;
   for (size_t b = 0; b < request.banks.size(); ++b) {
     const Bank& bank = request.banks[b];
-    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 || bank.size > kMaxByteValue ||
-        bank.alignment < 0 || bank.alignment > kMaxByteValue ||
+    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 || bank.size > kMaxExirValue ||
+        bank.alignment < 0 || bank.alignment > kMaxExirValue ||
         !bank_of.emplace(bank.mem_id, b).second) {
       throw InvalidInput(StrCat("bank ", b, " is not a valid bank of a target memory map"));
     }

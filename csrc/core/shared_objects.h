@@ -120,7 +120,9 @@ struct GreedyRequest {
 };
 
 // exir's `greedy`. Throws InvalidInput (planner.h) for input exir cannot
-// have produced (negative sizes, mem_ids outside [0, 2^20], bases out of range).
+// have produced (negative sizes, mem_ids outside [0, 2^20], bases out of
+// range) and for byte counts, offsets or alignments beyond 2^60, so that the
+// sums the planner forms stay within int64 (exir's Python ints never wrap).
 PackResult PackGreedy(const GreedyRequest& request);
 
 // One bank of a TargetMemoryMap.
