@@ -154,6 +154,21 @@ def test_verify_storage_reuse_matches_exir(occupancy: str) -> None:
     assert "Unexpected storage overlap" in str(our_error.value)
 
 
+def test_values_beyond_the_core_go_to_exir() -> None:
+    """A bank of 2^62 bytes and a spec of 2^53 bytes: exir's own code plans them."""
+    target = exir_banked.TargetMemoryMap([exir_banked.Bank("huge", 1 << 62, 1)])
+    big = TensorSpec(torch.uint8, torch.Size([1 << 53]))
+    big.lifetime = [0, 3]
+    specs = [*_specs(1), big]
+    for exirs, planner in [
+        (exir_banked.BankedGreedy(target), ours.BankedGreedy(target)),
+        (exir_planning.greedy, ours.greedy),
+    ]:
+        expected = _outcome(exirs, copy.deepcopy(specs), 0)
+        assert expected[1][1] >= 1 << 53  # planned, not failed
+        assert _outcome(planner, copy.deepcopy(specs), 0) == expected
+
+
 def test_pass_plans_like_exirs_default() -> None:
     exir_program, _ = _planned_graph_module(MemoryPlanningPass())
     our_program, _ = _planned_graph_module(ours.memory_planning_pass(verify_storage_reuse=True))

@@ -199,6 +199,8 @@ def _pack(
         raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
     _exact_int(alignment, 1, _EXACT_LIMIT - 1)
     _exact_int(extra_padding, 1 - _EXACT_LIMIT, _EXACT_LIMIT - 1)
+    if banks is not None and any(len(values) and values.max() >= _EXACT_LIMIT for values in banks):
+        raise _NotExact  # a bank of 2^53 bytes or more: exir's Python ints
     packing = api.pack_shared_objects(
         read.starts,
         read.ends,
