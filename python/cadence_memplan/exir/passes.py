@@ -24,7 +24,7 @@ from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 __all__ = ["memory_planning_pass"]
 
 
-class _VerifyingMemoryPlanningPass(MemoryPlanningPass):  # type: ignore[misc]
+class _VerifyingMemoryPlanningPass(MemoryPlanningPass):
     """exir's pass, then the storage-reuse check exir runs for ``greedy``, in C++."""
 
     def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:

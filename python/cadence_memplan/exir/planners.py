@@ -323,7 +323,7 @@ def greedy(
     return result
 
 
-class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
+class BankedGreedy(exir_banked.BankedGreedy):
     """exir's ``executorch.exir.banked_memory_planning.BankedGreedy``, with the same
     placements, bank report and errors (``BankPlacementError``), in time about linear in the
     number of specs. A subclass, so it passes wherever exir's class is expected.
