@@ -1,8 +1,11 @@
 // libFuzzer target for the planner core. Each input decodes into a small
 // PlanRequest that both placers then plan, held to the oracles of
 // reference_planner.h: InvalidInput exactly when CheckRequest complains, the
-// naive reference's plan or failing tensor, and Validate on every plan. Any
-// violation aborts, so libFuzzer keeps the input as a crash.
+// naive reference's plan or failing tensor, and Validate on every plan. The
+// same tensors then go through exir's greedy and BankedGreedy
+// (shared_objects.h), whose indexed search must give exactly what exir's
+// loops (ObjectSearch::kScan) give. Any violation aborts, so libFuzzer keeps
+// the input as a crash.
 //
 // The decoding draws values from small classes (zero, ties, 2^62 and its
 // neighbours, alignments such as 37) rather than raw 8-byte integers, so that
@@ -19,6 +22,7 @@
 #include "best_oracle.h"
 #include "planner.h"
 #include "reference_planner.h"
+#include "shared_objects.h"
 
 namespace {
 
@@ -202,6 +206,69 @@ PlanRequest ConsumeRequest(FuzzedDataProvider& in) {
   return r;
 }
 
+// The request's tensors as exir's planners see them: blocked masks become
+// pins, incoming offsets storage bases (the next tensor's), memories banks.
+BankedRequest ToExirRequest(const PlanRequest& r) {
+  BankedRequest request;
+  const auto count = static_cast<TensorIndex>(r.tensors.size());
+  for (TensorIndex i = 0; i < count; ++i) {
+    ExirTensor tensor;
+    tensor.lifetime = r.tensors[i].lifetime;
+    tensor.nbytes = r.tensors[i].size;
+    tensor.sort_size = tensor.nbytes;
+    const MemoryMask mask = i < static_cast<TensorIndex>(r.blocked.size()) ? r.blocked[i] : 0;
+    tensor.pinned = mask != 0;
+    tensor.mem_id = tensor.pinned ? static_cast<int64_t>(1 + mask % 3) : 1;
+    if (i < static_cast<TensorIndex>(r.incoming_offsets.size()) && r.incoming_offsets[i] >= 0 &&
+        count > 1) {
+      tensor.base = (i + 1) % count;
+      tensor.base_offset = r.incoming_offsets[i] % 64;
+    }
+    request.greedy.tensors.push_back(tensor);
+  }
+  request.greedy.alignment = r.memories[0].alignment;
+  request.greedy.allow_overlapping_allocations = r.keep_incoming_offset;
+  for (size_t m = 0; m < r.memories.size(); ++m) {
+    const Memory& memory = r.memories[m];
+    request.banks.push_back({static_cast<int64_t>(m + 1), memory.size, memory.alignment % 3 * 16});
+  }
+  return request;
+}
+
+// What a caller can observe of a pack: the error, or the placements.
+std::vector<int64_t> Observed(const PackResult& result) {
+  std::vector<int64_t> seen = {static_cast<int64_t>(result.error.kind), result.error.tensor,
+                               result.error.value};
+  seen.insert(seen.end(), result.visit_order.begin(), result.visit_order.end());
+  seen.insert(seen.end(), result.final_alignment.begin(), result.final_alignment.end());
+  if (result.error.kind != PackErrorKind::kNone) return seen;
+  for (const ExirPlacement& p : result.placements) {
+    seen.insert(seen.end(), {p.mem_id, p.object, p.offset});
+  }
+  seen.insert(seen.end(), result.bufsizes.begin(), result.bufsizes.end());
+  seen.insert(seen.end(), result.used.begin(), result.used.end());
+  return seen;
+}
+
+template <typename Pack>
+void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
+  std::vector<int64_t> observed[2];
+  bool invalid[2] = {false, false};
+  const ObjectSearch searches[2] = {ObjectSearch::kIndex, ObjectSearch::kScan};
+  for (int k = 0; k < 2; ++k) {
+    request.greedy.search = searches[k];
+    try {
+      observed[k] = Observed(pack(request));
+    } catch (const InvalidInput&) {
+      invalid[k] = true;
+    }
+  }
+  if (invalid[0] != invalid[1] || observed[0] != observed[1]) {
+    std::fprintf(stderr, "plan_fuzzer: %s: the index and exir's loops disagree\n", what);
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -219,6 +286,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!best.problem.empty()) {
     std::fprintf(stderr, "plan_fuzzer: best's oracle violated: %s\n", best.problem.c_str());
     std::abort();
+  }
+  if (!request.memories.empty()) {
+    const BankedRequest exir = ToExirRequest(request);
+    CheckSearchesAgree(exir, [](const BankedRequest& r) { return PackGreedy(r.greedy); }, "greedy");
+    CheckSearchesAgree(exir, [](const BankedRequest& r) { return PackBanked(r); }, "banked");
   }
   return 0;
 }
