@@ -433,7 +433,7 @@ def generate_banked_case(choose: Chooser, max_specs: int = 40) -> BankedCase:
     ]
     if specs and choose.chance(0.05):
         victim = choose.integer(0, len(specs) - 1)
-        specs[victim] = replace(specs[victim], device=choose.choice(["CUDA", "NPU"]))
+        specs[victim] = replace(specs[victim], device="CUDA")
     return BankedCase(replace(greedy, specs=tuple(specs)), tuple(banks))
 
 
