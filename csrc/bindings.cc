@@ -12,6 +12,7 @@
 
 #include "core/best.h"
 #include "core/planner.h"
+#include "core/shared_objects.h"
 #include "core/validator.h"
 
 namespace py = pybind11;
@@ -198,6 +199,138 @@ std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int
   return cm::Validate(tensors, placements, memories);
 }
 
+cm::ObjectSearch ToObjectSearch(const std::string& name) {
+  if (name == "index") return cm::ObjectSearch::kIndex;
+  if (name == "scan") return cm::ObjectSearch::kScan;
+  throw cm::InvalidInput("occupancy must be 'index' or 'scan', got '" + name + "'");
+}
+
+// The names of cm::PackErrorKind, as cadence_memplan.exir spells them.
+const char* PackErrorName(cm::PackErrorKind kind) {
+  switch (kind) {
+    case cm::PackErrorKind::kNone:
+      return "";
+    case cm::PackErrorKind::kNotSorted:
+      return "not_sorted";
+    case cm::PackErrorKind::kNegativeStorageOffset:
+      return "negative_storage_offset";
+    case cm::PackErrorKind::kMisalignedStorage:
+      return "misaligned_storage";
+    case cm::PackErrorKind::kStorageDoesNotFit:
+      return "storage_does_not_fit";
+    case cm::PackErrorKind::kUnresolvableStorage:
+      return "unresolvable_storage";
+    case cm::PackErrorKind::kPinnedDoesNotFit:
+      return "pinned_does_not_fit";
+    case cm::PackErrorKind::kNoBankFits:
+      return "no_bank_fits";
+    case cm::PackErrorKind::kOverflow:
+      return "overflow";
+  }
+  return "?";
+}
+
+cm::GreedyRequest ToGreedyRequest(const Int64Array& starts, const Int64Array& ends,
+                                  const Int64Array& sort_sizes, const Int64Array& nbytes,
+                                  const Int64Array& mem_ids, const Int64Array& pinned,
+                                  const Int64Array& bases, const Int64Array& base_offsets,
+                                  int64_t alignment, bool allow_overlapping_allocations,
+                                  int64_t extra_padding, const Int64Array& input_sizes,
+                                  const std::string& occupancy) {
+  const py::ssize_t count = starts.size();
+  const std::pair<const char*, const Int64Array*> arrays[] = {
+      {"starts", &starts}, {"ends", &ends},       {"sort_sizes", &sort_sizes},
+      {"nbytes", &nbytes}, {"mem_ids", &mem_ids}, {"pinned", &pinned},
+      {"bases", &bases},   {"base_offsets", &base_offsets}};
+  for (const auto& [name, array] : arrays) {
+    RequireOneDimensional(name, *array);
+    RequireLength(name, array->size(), count);
+  }
+  cm::GreedyRequest request;
+  request.alignment = alignment;
+  request.allow_overlapping_allocations = allow_overlapping_allocations;
+  request.extra_padding = extra_padding;
+  request.input_sizes = ToVector(input_sizes, "input_sizes");
+  request.search = ToObjectSearch(occupancy);
+  request.tensors.resize(count);
+  for (py::ssize_t i = 0; i < count; ++i) {
+    request.tensors[i] = {{starts.at(i), ends.at(i)}, sort_sizes.at(i), nbytes.at(i),
+                          mem_ids.at(i),              pinned.at(i) != 0, bases.at(i),
+                          base_offsets.at(i)};
+  }
+  return request;
+}
+
+py::tuple FromPackResult(cm::PackResult&& result) {
+  const size_t count = result.placements.size();
+  std::vector<int64_t> mem_ids(count), objects(count), offsets(count);
+  for (size_t i = 0; i < count; ++i) {
+    mem_ids[i] = result.placements[i].mem_id;
+    objects[i] = result.placements[i].object;
+    offsets[i] = result.placements[i].offset;
+  }
+  return py::make_tuple(PackErrorName(result.error.kind), result.error.tensor, result.error.value,
+                        ToArray(std::move(result.visit_order)), ToArray(std::move(mem_ids)),
+                        ToArray(std::move(objects)), ToArray(std::move(offsets)),
+                        ToArray(std::move(result.bufsizes)),
+                        ToArray(std::move(result.final_alignment)),
+                        ToArray(std::move(result.used)));
+}
+
+py::tuple PackGreedy(const Int64Array& starts, const Int64Array& ends,
+                     const Int64Array& sort_sizes, const Int64Array& nbytes,
+                     const Int64Array& mem_ids, const Int64Array& pinned, const Int64Array& bases,
+                     const Int64Array& base_offsets, int64_t alignment,
+                     bool allow_overlapping_allocations, int64_t extra_padding,
+                     const Int64Array& input_sizes, const Int64Array& bank_mem_ids,
+                     const Int64Array& bank_sizes, const Int64Array& bank_alignments,
+                     const std::string& occupancy) {
+  cm::BankedRequest request;
+  request.greedy = ToGreedyRequest(starts, ends, sort_sizes, nbytes, mem_ids, pinned, bases,
+                                   base_offsets, alignment, allow_overlapping_allocations,
+                                   extra_padding, input_sizes, occupancy);
+  RequireOneDimensional("bank_mem_ids", bank_mem_ids);
+  RequireLength("bank_sizes", bank_sizes.size(), bank_mem_ids.size());
+  RequireLength("bank_alignments", bank_alignments.size(), bank_mem_ids.size());
+  for (py::ssize_t b = 0; b < bank_mem_ids.size(); ++b) {
+    request.banks.push_back({bank_mem_ids.at(b), bank_sizes.at(b), bank_alignments.at(b)});
+  }
+  cm::PackResult result;
+  {
+    py::gil_scoped_release release;
+    result = request.banks.empty() ? cm::PackGreedy(request.greedy) : cm::PackBanked(request);
+  }
+  return FromPackResult(std::move(result));
+}
+
+py::tuple CheckStorageReuse(const Int64Array& starts, const Int64Array& ends,
+                            const Int64Array& mem_ids, const Int64Array& offsets,
+                            const Int64Array& sizes, const Int64Array& mem_obj_ids,
+                            const Int64Array& parents, bool allow_lifetime_and_storage_overlap,
+                            const std::string& occupancy) {
+  const py::ssize_t count = starts.size();
+  const std::pair<const char*, const Int64Array*> arrays[] = {
+      {"starts", &starts},   {"ends", &ends},   {"mem_ids", &mem_ids},
+      {"offsets", &offsets}, {"sizes", &sizes}, {"mem_obj_ids", &mem_obj_ids}};
+  for (const auto& [name, array] : arrays) {
+    RequireOneDimensional(name, *array);
+    RequireLength(name, array->size(), count);
+  }
+  cm::ReuseCheckRequest request;
+  request.parents = ToVector(parents, "parents");
+  request.allow_lifetime_and_storage_overlap = allow_lifetime_and_storage_overlap;
+  request.search = ToObjectSearch(occupancy);
+  request.tensors.resize(count);
+  for (py::ssize_t i = 0; i < count; ++i) {
+    request.tensors[i] = {{starts.at(i), ends.at(i)}, mem_ids.at(i), offsets.at(i), sizes.at(i),
+                          mem_obj_ids.at(i)};
+  }
+  py::gil_scoped_release release;
+  const cm::ReuseCheckResult result = cm::CheckStorageReuse(request);
+  py::gil_scoped_acquire acquire;
+  return py::make_tuple(result.reuse_pairs, result.violation);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -228,4 +361,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("validate", &Validate, py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));
+  m.def("pack_shared_objects", &PackGreedy, py::arg("starts"), py::arg("ends"),
+        py::arg("sort_sizes"), py::arg("nbytes"), py::arg("mem_ids"), py::arg("pinned"),
+        py::arg("bases"), py::arg("base_offsets"), py::arg("alignment"),
+        py::arg("allow_overlapping_allocations"), py::arg("extra_padding"),
+        py::arg("input_sizes"), py::arg("bank_mem_ids"), py::arg("bank_sizes"),
+        py::arg("bank_alignments"), py::arg("occupancy") = "index");
+  m.def("check_storage_reuse", &CheckStorageReuse, py::arg("starts"), py::arg("ends"),
+        py::arg("mem_ids"), py::arg("offsets"), py::arg("sizes"), py::arg("mem_obj_ids"),
+        py::arg("parents"), py::arg("allow_lifetime_and_storage_overlap"),
+        py::arg("occupancy") = "index");
 }

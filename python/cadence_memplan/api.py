@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +25,16 @@ from ._types import (
 from ._validation import MAX_MEMORIES, as_int64
 from .stats import format_bytes, peak_live_bytes
 
-__all__ = ["allowed_mask", "blocked_masks", "plan", "plan_int64", "validate"]
+__all__ = [
+    "SharedObjectPacking",
+    "allowed_mask",
+    "blocked_masks",
+    "check_storage_reuse",
+    "pack_shared_objects",
+    "plan",
+    "plan_int64",
+    "validate",
+]
 
 # algorithm="best": a cap on the search, not its expected length (see plan()).
 DEFAULT_BUDGET_MS = 5000.0
@@ -252,3 +262,94 @@ def validate(
         as_int64("memory_alignments", memory_alignments),
     )
     return problem or None
+
+
+class SharedObjectPacking(NamedTuple):
+    """What the core's port of exir's ``greedy`` / ``BankedGreedy`` decided (arrays per
+    tensor, in input order, except ``visit_order`` and the per-bank ``used``).
+
+    ``error`` is "" on success, else the name of exir's failure (``csrc/core/shared_objects.h``,
+    ``PackErrorKind``) with the tensor and value its message names."""
+
+    error: str
+    error_tensor: int
+    error_value: int
+    visit_order: npt.NDArray[np.int64]
+    mem_ids: npt.NDArray[np.int64]
+    objects: npt.NDArray[np.int64]
+    offsets: npt.NDArray[np.int64]
+    bufsizes: npt.NDArray[np.int64]
+    final_alignment: npt.NDArray[np.int64]
+    used: npt.NDArray[np.int64]
+
+
+def pack_shared_objects(
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    sort_sizes: npt.NDArray[np.int64],
+    nbytes: npt.NDArray[np.int64],
+    mem_ids: npt.NDArray[np.int64],
+    pinned: npt.NDArray[np.int64],
+    bases: npt.NDArray[np.int64],
+    base_offsets: npt.NDArray[np.int64],
+    *,
+    alignment: int,
+    allow_overlapping_allocations: bool,
+    extra_padding: int,
+    input_sizes: npt.NDArray[np.int64],
+    banks: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+    occupancy: str,
+) -> SharedObjectPacking:
+    """exir's shared-object packing on int64 arrays: ``greedy`` when ``banks`` is None, else
+    ``BankedGreedy`` over the banks' (mem_ids, sizes, alignments with 0 = the graph's), in
+    preference order. ``bases[i]``: the index of tensor i's storage_base, -1 for none, -2
+    for one outside the input. ``occupancy``: "index" (output-sensitive) or "scan" (exir's
+    loops in C++). Raises ValueError for input exir could not have produced."""
+    bank_arrays = (_EMPTY, _EMPTY, _EMPTY) if banks is None else banks
+    return SharedObjectPacking(
+        *_core.pack_shared_objects(
+            starts,
+            ends,
+            sort_sizes,
+            nbytes,
+            mem_ids,
+            pinned,
+            bases,
+            base_offsets,
+            alignment,
+            allow_overlapping_allocations,
+            extra_padding,
+            input_sizes,
+            *bank_arrays,
+            occupancy,
+        )
+    )
+
+
+def check_storage_reuse(
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    mem_ids: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    mem_obj_ids: npt.NDArray[np.int64],
+    parents: npt.NDArray[np.int64],
+    *,
+    allow_lifetime_and_storage_overlap: bool,
+    occupancy: str,
+) -> tuple[int, bool]:
+    """exir's ``Verifier.verify_storage_reuse`` on int64 arrays: (pairs of tensors whose bytes
+    overlap, whether a pair exir rejects exists). ``parents`` links tensors (nodes 0..n-1)
+    and further storage bases to their storage_base, -1 at a root."""
+    count, violation = _core.check_storage_reuse(
+        starts,
+        ends,
+        mem_ids,
+        offsets,
+        sizes,
+        mem_obj_ids,
+        parents,
+        allow_lifetime_and_storage_overlap,
+        occupancy,
+    )
+    return int(count), bool(violation)

@@ -1,0 +1,72 @@
+"""A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`.
+
+exir's ``MemoryPlanningPass.run`` runs its O(n^2) Python ``Verifier.verify_storage_reuse``
+whenever its algorithm callable is *named* ``greedy`` (``_callable_name``), and whenever
+DEBUG logging is on. A ``MemoryPlanningAlgorithmSuite`` has no ``__name__``, so wrapping the
+planner in one, as exir's default does and this helper does, never triggers it. Ask for
+``verify_storage_reuse=True`` to run the same check, in C++, after planning.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, Verifier
+from executorch.exir.pass_base import PassResult
+from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
+from executorch.exir.tensor import ALIGNMENT
+
+from .planners import ObjectSearch, greedy
+from .verifier import verify_storage_reuse as fast_verify_storage_reuse
+
+__all__ = ["memory_planning_pass"]
+
+
+class _VerifyingMemoryPlanningPass(MemoryPlanningPass):  # type: ignore[misc]
+    """exir's pass, then the storage-reuse check exir runs for ``greedy``, in C++."""
+
+    def run(
+        self, graph_module: torch.fx.GraphModule, graph_signature: Any = None
+    ) -> PassResult:
+        result = super().run(graph_module, graph_signature)
+        verifier = Verifier(
+            graph_module,
+            self.alloc_graph_input,
+            self.alloc_graph_output,
+            self.alloc_mutable_buffers and not self.share_mutable_buffers,
+            graph_signature,
+        )
+        fast_verify_storage_reuse(verifier, self.allow_lifetime_and_storage_overlap)
+        return result
+
+
+def memory_planning_pass(
+    *,
+    alignment: int = ALIGNMENT,
+    allow_overlapping_allocations: bool = True,
+    verify_storage_reuse: bool = False,
+    occupancy: ObjectSearch = "index",
+    **kwargs: Any,
+) -> MemoryPlanningPass:
+    """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
+    algorithm: the same ``.pte`` as exir's default pass, planned in C++. Give it to
+    ``ExecutorchBackendConfig(memory_planning_pass=...)``. Other keyword arguments
+    (``alloc_graph_input`` and friends) go to ``MemoryPlanningPass``.
+
+    ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
+    ``greedy`` (same errors), with the C++ check."""
+    algorithm = greedy
+    if not allow_overlapping_allocations or occupancy != "index":
+        algorithm = functools.partial(
+            greedy,
+            allow_overlapping_allocations=allow_overlapping_allocations,
+            occupancy=occupancy,
+        )
+    pass_type = _VerifyingMemoryPlanningPass if verify_storage_reuse else MemoryPlanningPass
+    return pass_type(
+        memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=[algorithm]),
+        alignment=alignment,
+        **kwargs,
+    )

@@ -1,0 +1,366 @@
+"""exir's default memory planner, ``greedy``, and its banked variant, ``BankedGreedy``, with
+the shared-object packing done by the C++ core (``csrc/core/shared_objects.h``).
+
+Both read every TensorSpec once into int64 arrays, plan in C++ with the GIL released, and
+only then touch the specs: exactly the ``alignment`` that exir's ``spec.realign`` calls
+leave, and a ``MemoryAlgoResult`` equal, field for field, to exir's. When exir fails, they
+raise exir's exception with exir's message, after the same realignments exir makes before
+raising. Input the arrays cannot carry exactly (symbolic shapes, lifetimes or ids that are
+not ints, the same spec twice, sizes of 2^53 bytes or more, a negative ``mem_id``...) goes
+to exir's own Python function instead, so the result is exir's in every case.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from executorch.exir import banked_memory_planning as exir_banked
+from executorch.exir import memory_planning as exir_planning
+from executorch.exir.error import InternalError
+from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
+from executorch.exir.tensor import TensorSpec
+
+from .. import api
+
+__all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
+
+ObjectSearch = Literal["index", "scan"]
+# "index": the output-sensitive search; "scan": exir's loops in C++ (the naive baseline).
+OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("index", "scan")
+
+# Beyond 2^53 bytes exir's math.ceil(nbytes / alignment) rounds through a float, which the
+# integer arithmetic of the core does not reproduce; no real tensor comes near.
+_EXACT_LIMIT = 1 << 53
+_MAX_MEM_ID = 1 << 20
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+_read_fields = attrgetter(
+    "lifetime", "shape", "dtype", "alignment", "mem_id", "storage_base", "storage_base_offset"
+)
+_element_sizes: dict[torch.dtype, int] = {}
+
+
+class _NotExact(Exception):
+    """The specs hold something the arrays cannot carry; exir's own function plans them."""
+
+
+def _int64(values: Sequence[Any]) -> npt.NDArray[np.int64]:
+    array = np.array(values) if len(values) else _EMPTY
+    if array.dtype != np.int64:  # None, floats, bools, SymInts or ints beyond int64
+        raise _NotExact
+    return array
+
+
+def _element_size(dtype: torch.dtype) -> int:
+    size = _element_sizes.get(dtype)
+    if size is None:
+        size = _element_sizes[dtype] = torch._utils._element_size(dtype)
+    return size
+
+
+def _exact_int(value: object, low: int, high: int) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise _NotExact
+    return value
+
+
+@dataclass
+class _Specs:
+    """The specs, once, as the core's arrays (csrc/core/shared_objects.h, ExirTensor)."""
+
+    specs: list[TensorSpec]
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    sort_sizes: npt.NDArray[np.int64]
+    nbytes: npt.NDArray[np.int64]
+    mem_ids: npt.NDArray[np.int64]
+    pinned: npt.NDArray[np.int64]
+    bases: npt.NDArray[np.int64]
+    base_offsets: npt.NDArray[np.int64]
+
+
+def _read_specs(specs: list[TensorSpec]) -> _Specs:
+    """Raises _NotExact for what only exir's own code reproduces."""
+    try:
+        return _read_exact_specs(specs)
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
+        raise _NotExact from error  # exir raises its own error, or copes
+
+
+def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
+    if any(type(spec) is not TensorSpec for spec in specs):
+        raise _NotExact  # A subclass may size or realign itself differently.
+    index_of = {id(spec): index for index, spec in enumerate(specs)}
+    if len(index_of) != len(specs):
+        raise _NotExact  # exir visits a repeated spec twice and then fails its own count.
+    rows = list(map(_read_fields, specs))
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Specs(specs, *([empty] * 8))
+    lifetimes, shapes, dtypes, alignments, mem_ids, bases, base_offsets = zip(*rows)
+    lifetime_array = np.array(lifetimes)
+    if lifetime_array.dtype != np.int64 or lifetime_array.shape != (len(specs), 2):
+        raise _NotExact
+    nbytes = _int64(list(map(math.prod, shapes))) * _int64(list(map(_element_size, dtypes)))
+    old_alignments = _int64(alignments)
+    if (
+        nbytes.min() < 0
+        or nbytes.max() >= _EXACT_LIMIT
+        or old_alignments.min() < 1
+        or old_alignments.max() >= _EXACT_LIMIT
+    ):
+        raise _NotExact
+    pinned = np.array([mem_id is not None for mem_id in mem_ids], dtype=np.int64)
+    mem_id_array = _int64([1 if mem_id is None else mem_id for mem_id in mem_ids])
+    if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
+        raise _NotExact
+    base_array = _int64(
+        [-1 if base is None else index_of.get(id(base), -2) for base in bases]
+    )
+    offset_array = _int64(base_offsets)
+    if np.abs(offset_array).max() >= _EXACT_LIMIT:
+        raise _NotExact
+    return _Specs(
+        specs,
+        np.ascontiguousarray(lifetime_array[:, 0]),
+        np.ascontiguousarray(lifetime_array[:, 1]),
+        -(-nbytes // old_alignments) * old_alignments,  # allocated_memory before realign
+        nbytes,
+        mem_id_array,
+        pinned,
+        base_array,
+        offset_array,
+    )
+
+
+def _input_sizes(graph_module: torch.fx.GraphModule) -> npt.NDArray[np.int64]:
+    """graph_module.input_mem_buffer_sizes as exir's _compute_total_sizes reads it."""
+    sizes = getattr(graph_module, "input_mem_buffer_sizes", None)
+    if not sizes:
+        return _EMPTY
+    if not isinstance(sizes, list):
+        raise _NotExact  # exir asserts it is a list, after planning
+    array = _int64(sizes)
+    if np.abs(array).max() >= _EXACT_LIMIT:
+        raise _NotExact
+    return array
+
+
+def _pack(
+    read: _Specs,
+    alignment: int,
+    extra_padding: int,
+    graph_module: torch.fx.GraphModule,
+    allow_overlapping_allocations: bool,
+    occupancy: str,
+    banks: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+) -> api.SharedObjectPacking:
+    if occupancy not in OBJECT_SEARCHES:
+        raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
+    _exact_int(alignment, 1, _EXACT_LIMIT - 1)
+    _exact_int(extra_padding, 1 - _EXACT_LIMIT, _EXACT_LIMIT - 1)
+    packing = api.pack_shared_objects(
+        read.starts,
+        read.ends,
+        read.sort_sizes,
+        read.nbytes,
+        read.mem_ids,
+        read.pinned,
+        read.bases,
+        read.base_offsets,
+        alignment=alignment,
+        allow_overlapping_allocations=bool(allow_overlapping_allocations),
+        extra_padding=extra_padding,
+        input_sizes=_input_sizes(graph_module),
+        banks=banks,
+        occupancy=occupancy,
+    )
+    if packing.error == "overflow":
+        raise _NotExact
+    return packing
+
+
+def _realign(specs: list[TensorSpec], final_alignment: npt.NDArray[np.int64]) -> None:
+    """What exir's spec.realign calls leave: each spec's last alignment (0: not reached).
+    Set directly, as TensorSpec.realign does; its returned size is not needed."""
+    if len(specs) and final_alignment.min() == final_alignment.max() != 0:
+        alignment = int(final_alignment[0])
+        for spec in specs:
+            spec.alignment = alignment
+        return
+    for spec, alignment in zip(specs, final_alignment.tolist()):
+        if alignment:
+            spec.alignment = alignment
+
+
+def _raise_storage_error(read: _Specs, packing: api.SharedObjectPacking) -> None:
+    """exir's _resolve_storage_base_specs errors (specs already realigned)."""
+    if not packing.error:
+        return
+    if packing.error == "unresolvable_storage":
+        unresolved = [
+            read.specs[index]
+            for index in packing.visit_order.tolist()
+            if read.bases[index] != -1 and packing.objects[index] < 0
+        ]
+        raise InternalError(
+            "Circular or unresolvable storage_base dependency chain: "
+            + ", ".join(f"allocated_memory={spec.allocated_memory}" for spec in unresolved)
+        )
+    spec = read.specs[packing.error_tensor]
+    if packing.error == "negative_storage_offset":
+        raise InternalError("storage_base_offset must be non-negative.")
+    if packing.error == "misaligned_storage":
+        raise InternalError(
+            "Storage-backed TensorSpec allocation must respect alignment, got offset "
+            f"{spec.storage_base_offset} inside parent with offset {packing.error_value} for "
+            f"alignment {spec.alignment}."
+        )
+    if packing.error == "storage_does_not_fit":
+        raise InternalError("Storage-backed TensorSpec allocation must fit within storage_base.")
+
+
+def _result(read: _Specs, packing: api.SharedObjectPacking) -> MemoryAlgoResult:
+    order = packing.visit_order
+    ordered_specs = [read.specs[index] for index in order.tolist()]
+    allocations = map(
+        SpecAllocResult,
+        packing.mem_ids[order].tolist(),
+        packing.objects[order].tolist(),
+        packing.offsets[order].tolist(),
+    )
+    return MemoryAlgoResult(dict(zip(ordered_specs, allocations)), packing.bufsizes.tolist())
+
+
+def greedy(
+    alignment: int,
+    specs: Iterable[TensorSpec],
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    extra_padding: int = 0,
+    *,
+    allow_overlapping_allocations: bool = True,
+    occupancy: ObjectSearch = "index",
+) -> MemoryAlgoResult:
+    """exir's ``executorch.exir.memory_planning.greedy``, with the same result, side effects
+    and exceptions, in time about linear in the number of specs.
+
+    ``occupancy="scan"`` runs exir's loops over shared objects and allocations in C++ (the
+    simplest correct port, for comparison); every choice gives the same result."""
+    spec_list = list(specs)
+    try:
+        read = _read_specs(spec_list)
+        packing = _pack(
+            read, alignment, extra_padding, graph_module, allow_overlapping_allocations,
+            occupancy, None,
+        )
+    except _NotExact:
+        return exir_planning.greedy(
+            alignment,
+            spec_list,
+            graph_module,
+            graph_signature,
+            extra_padding,
+            allow_overlapping_allocations=allow_overlapping_allocations,
+        )
+    _realign(spec_list, packing.final_alignment)
+    if packing.error == "not_sorted":
+        raise AssertionError("Allocation specs are not sorted")
+    _raise_storage_error(read, packing)
+    result = _result(read, packing)
+    logging.debug(f"greedy algorithm returns bufsizes: {result.bufsizes}")
+    return result
+
+
+class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
+    """exir's ``executorch.exir.banked_memory_planning.BankedGreedy``, with the same
+    placements, bank report and errors (``BankPlacementError``), in time about linear in the
+    number of specs. A subclass, so it passes wherever exir's class is expected.
+
+    ``occupancy="scan"`` runs exir's loops in C++ instead (same result)."""
+
+    def __init__(
+        self,
+        target: exir_banked.TargetMemoryMap,
+        allow_overlapping_allocations: bool = True,
+        *,
+        occupancy: ObjectSearch = "index",
+    ) -> None:
+        super().__init__(target, allow_overlapping_allocations)
+        if occupancy not in OBJECT_SEARCHES:
+            raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
+        self.occupancy = occupancy
+
+    def __call__(
+        self,
+        alignment: int,
+        specs: Iterable[TensorSpec],
+        graph_module: torch.fx.GraphModule,
+        graph_signature: Any = None,
+        extra_padding: int = 0,
+    ) -> MemoryAlgoResult:
+        self._check_bank_alignments(alignment)
+        all_specs = list(specs)
+        for spec in all_specs:
+            if spec.storage_base is not None:
+                spec.realign(alignment)
+        self._reject_non_cpu(all_specs)
+        banks = self.target.banks
+        try:
+            read = _read_specs(all_specs)
+            packing = _pack(
+                read,
+                alignment,
+                extra_padding,
+                graph_module,
+                self.allow_overlapping_allocations,
+                self.occupancy,
+                (
+                    np.array([bank.mem_id for bank in banks], dtype=np.int64),
+                    np.array([bank.size for bank in banks], dtype=np.int64),
+                    np.array([bank.alignment or 0 for bank in banks], dtype=np.int64),
+                ),
+            )
+        except _NotExact:
+            # The checks and realignments above are idempotent: exir repeats them.
+            return super().__call__(
+                alignment, all_specs, graph_module, graph_signature, extra_padding
+            )
+        _realign(all_specs, packing.final_alignment)
+        if packing.error == "not_sorted":
+            raise AssertionError("Allocation specs are not sorted")
+        if packing.error == "pinned_does_not_fit":
+            spec = all_specs[packing.error_tensor]
+            bank = self.target.bank(spec.mem_id)
+            raise exir_banked.BankPlacementError(
+                f"A {spec.allocated_memory}-byte buffer (shape "
+                f"{list(spec.shape)}) is pinned to bank {bank.name} "
+                f"(mem_id={spec.mem_id}), which has {packing.error_value} of "
+                f"{bank.size} bytes left. A pinned buffer has no fallback bank."
+            )
+        if packing.error == "no_bank_fits":
+            spec = all_specs[packing.error_tensor]
+            used = packing.used.tolist()
+            remaining = ", ".join(
+                f"{bank.name} {bank.size - bank_used} of {bank.size} free"
+                for bank, bank_used in zip(banks, used)
+            )
+            raise exir_banked.BankPlacementError(
+                f"No declared bank can hold a {spec.allocated_memory}-byte buffer "
+                f"(shape {list(spec.shape)}): {remaining}. Give a bank more room, or "
+                f"declare another one. Undeclared pools are never used as spill "
+                f"targets. Target memory map: {self.target.describe()}"
+            )
+        _raise_storage_error(read, packing)
+        result = _result(read, packing)
+        self._check_capacity(result.bufsizes)
+        logging.debug(f"banked greedy returns bufsizes: {result.bufsizes}")
+        return result
