@@ -11,6 +11,7 @@ with the same message and leaves the specs as they were.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from collections import Counter
 from dataclasses import replace
@@ -54,11 +55,13 @@ SWEEP_SEEDS = range(300)
 
 
 def check_banked(case: BankedCase) -> Planned | Raised:
-    """The differential check of one case; returns exir's outcome."""
+    """The differential check of one case, under each of our object searches; returns
+    exir's outcome."""
     specs = build_specs(case.greedy.specs)
     exir = run_banked(ExirBankedGreedy, case, specs)
-    ours = run_banked(cadence_memplan.exir.BankedGreedy, case, specs)
-    assert_same_outcome(exir, ours, case)
+    for search in cadence_memplan.exir.OBJECT_SEARCHES:
+        banked = functools.partial(cadence_memplan.exir.BankedGreedy, occupancy=search)
+        assert_same_outcome(exir, run_banked(banked, case, specs), case)
     return exir
 
 

@@ -12,6 +12,7 @@ cases (tests/exir_cases.py) mix them. ``verify_storage_reuse`` is held to exir's
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from collections import Counter
 from dataclasses import replace
@@ -54,11 +55,13 @@ SWEEP_SEEDS = range(300)
 
 
 def check_greedy(case: GreedyCase) -> Planned | Raised:
-    """The differential check of one case; returns exir's outcome."""
+    """The differential check of one case, under each of our object searches (the
+    output-sensitive one and the naive scan); returns exir's outcome."""
     specs = build_specs(case.specs)
     exir = run_greedy(exir_greedy, case, specs)
-    ours = run_greedy(cadence_memplan.exir.greedy, case, specs)
-    assert_same_outcome(exir, ours, case)
+    for search in cadence_memplan.exir.OBJECT_SEARCHES:
+        ours = run_greedy(functools.partial(cadence_memplan.exir.greedy, occupancy=search), case, specs)
+        assert_same_outcome(exir, ours, case)
     return exir
 
 
