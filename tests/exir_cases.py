@@ -107,9 +107,7 @@ class BankedCase:
         return TargetMemoryMap([Bank(b.name, b.size, b.mem_id, b.alignment) for b in self.banks])
 
 
-def spec(
-    numel: int, lifetime: tuple[int | None, int | None], **fields: Any
-) -> SpecDescription:
+def spec(numel: int, lifetime: tuple[int | None, int | None], **fields: Any) -> SpecDescription:
     """Shorthand for the hand-written cases."""
     return SpecDescription(numel, lifetime, **fields)
 
@@ -246,9 +244,7 @@ def assert_same_outcome(exir: Outcome, ours: Outcome, case: Any) -> None:
             f"  exir: {exir.fields_after}\n  ours: {ours.fields_after}\ncase={case}"
         )
         return
-    assert not isinstance(ours, Raised), (
-        f"ours raised {ours.summary}, exir planned\ncase={case}"
-    )
+    assert not isinstance(ours, Raised), f"ours raised {ours.summary}, exir planned\ncase={case}"
     assert ours.placements == exir.placements, (
         f"placements differ\n  exir: {exir.placements}\n  ours: {ours.placements}\ncase={case}"
     )

@@ -60,7 +60,9 @@ def check_greedy(case: GreedyCase) -> Planned | Raised:
     specs = build_specs(case.specs)
     exir = run_greedy(exir_greedy, case, specs)
     for search in cadence_memplan.exir.OBJECT_SEARCHES:
-        ours = run_greedy(functools.partial(cadence_memplan.exir.greedy, occupancy=search), case, specs)
+        ours = run_greedy(
+            functools.partial(cadence_memplan.exir.greedy, occupancy=search), case, specs
+        )
         assert_same_outcome(exir, ours, case)
     return exir
 
@@ -125,9 +127,7 @@ NAMED_CASES: dict[str, GreedyCase] = {
     "alignment 24 (not a power of two)": GreedyCase(
         (spec(30, (0, 1)), spec(10, (1, 2)), spec(50, (0, 3))), alignment=24
     ),
-    "extra_padding": GreedyCase(
-        (spec(64, (0, 1)), spec(64, (1, 2), mem_id=2)), extra_padding=13
-    ),
+    "extra_padding": GreedyCase((spec(64, (0, 1)), spec(64, (1, 2), mem_id=2)), extra_padding=13),
     "input_mem_buffer_sizes": GreedyCase(
         (spec(64, (0, 1)), spec(64, (1, 2), mem_id=2), spec(16, (0, 0), mem_id=3)),
         input_mem_buffer_sizes=(7, 100, 200),
@@ -137,8 +137,10 @@ NAMED_CASES: dict[str, GreedyCase] = {
         (spec(64, (0, 1)), spec(32, (0, 1))), extra_padding=5, input_mem_buffer_sizes=(0, 40)
     ),
     "storage-backed spec inside its base": GreedyCase(
-        (spec(40, (0, 1), dtype="float32"), spec(2, (0, 1), dtype="float32",
-         storage_base=0, storage_base_offset=16)),
+        (
+            spec(40, (0, 1), dtype="float32"),
+            spec(2, (0, 1), dtype="float32", storage_base=0, storage_base_offset=16),
+        ),
         alignment=1,
     ),
     "storage chain, listed child first": GreedyCase(
@@ -151,8 +153,10 @@ NAMED_CASES: dict[str, GreedyCase] = {
         alignment=1,
     ),
     "storage-backed spec takes its base's mem_id": GreedyCase(
-        (spec(64, (0, 4), mem_id=2), spec(16, (1, 2), mem_id=3, storage_base=0,
-         storage_base_offset=32)),
+        (
+            spec(64, (0, 4), mem_id=2),
+            spec(16, (1, 2), mem_id=3, storage_base=0, storage_base_offset=32),
+        ),
     ),
     "storage base that is not planned: unresolvable": GreedyCase(
         (spec(64, (0, 4)), spec(16, (1, 2), storage_base=EXTERNAL_BASE)),
@@ -291,8 +295,10 @@ def test_one_pass_iterator() -> None:
         index = {id(s): i for i, s in enumerate(copies)}
         results.append(
             (
-                sorted((index[id(s)], a.mem_id, a.mem_offset, a.mem_obj_id)
-                       for s, a in result.spec_dict.items()),
+                sorted(
+                    (index[id(s)], a.mem_id, a.mem_offset, a.mem_obj_id)
+                    for s, a in result.spec_dict.items()
+                ),
                 result.bufsizes,
             )
         )
@@ -408,10 +414,15 @@ def test_broken_plans_reach_every_error() -> None:
 
 def test_verify_storage_reuse_named_errors() -> None:
     """Each of the verifier's checks, on hand-made plans."""
+
     def planned(descriptions, fields):  # type: ignore[no-untyped-def]
         specs = build_specs(descriptions)
         for tensor_spec, (mem_id, offset, obj_id) in zip(specs, fields, strict=True):
-            tensor_spec.mem_id, tensor_spec.mem_offset, tensor_spec.mem_obj_id = mem_id, offset, obj_id
+            tensor_spec.mem_id, tensor_spec.mem_offset, tensor_spec.mem_obj_id = (
+                mem_id,
+                offset,
+                obj_id,
+            )
         return specs
 
     cases = {

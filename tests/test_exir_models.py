@@ -156,3 +156,55 @@ def test_our_program_runs_on_the_portable_runtime() -> None:
     with torch.no_grad():
         expected = model(*inputs)
     torch.testing.assert_close(output, expected, rtol=1e-4, atol=1e-4)
+
+
+class ElementwiseChain(torch.nn.Module):
+    """Element-wise ops that exir's reinplace pass turns in-place: the in-place node's
+    result shares its input's spec, so the planner sees one spec where there were two."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = a + b
+        d = c * b
+        e = d * b
+        f = torch.relu(e) + c
+        return f * a
+
+
+def inplace_planned_fields(algorithm: Any) -> list[tuple[Any, ...]]:
+    """The in-place pipeline of exir's own tests (reinplace, spec propagation, out
+    variants, MemoryPlanningPass with ``algorithm`` at alignment 1); every planned spec's
+    fields in node order, and whether the node is in-place."""
+    from executorch.exir.dialects._ops import ops as exir_ops
+    from executorch.exir.pass_manager import PassManager
+    from executorch.exir.passes import SpecPropPass, ToOutVarPass
+    from executorch.exir.passes.reinplace import reinplace_pass
+
+    inputs = (torch.randn(64), torch.randn(64))
+    program = to_edge(torch.export.export(ElementwiseChain(), inputs, strict=True))
+    exported = program.exported_program()
+    reinplace_pass(exported, ops_to_inplace={exir_ops.edge.aten.mul.Tensor})
+    graph_module = PassManager(passes=[SpecPropPass(), ToOutVarPass()])(
+        exported.graph_module
+    ).graph_module
+    suite_pass(algorithm, alignment=1).run(graph_module, exported.graph_signature)
+    fields = []
+    for node in graph_module.graph.nodes:
+        spec = node.meta.get("spec")
+        if hasattr(spec, "mem_offset"):
+            fields.append(
+                (
+                    node.name,
+                    spec.mem_id,
+                    spec.mem_offset,
+                    spec.mem_obj_id,
+                    node.name.startswith("aten_mul__"),
+                )
+            )
+    return fields
+
+
+def test_inplace_pipeline_as_exir() -> None:
+    exir = inplace_planned_fields(_exir_greedy())
+    ours = inplace_planned_fields(cadence_memplan.exir.greedy)
+    assert ours == exir
+    assert sum(inplace for *_, inplace in exir) >= 2, f"no in-place node: {exir}"
