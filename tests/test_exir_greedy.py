@@ -233,6 +233,14 @@ def test_random_case_matches_exir(seed: int) -> None:
     check_greedy(generate_greedy_case(RandomChooser(random.Random(seed)), max_specs=60))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(20))
+def test_large_random_case_matches_exir(seed: int) -> None:
+    """Cases of up to 2,000 specs, where the core's index has many objects to search
+    (seconds each: exir is quadratic)."""
+    check_greedy(generate_greedy_case(RandomChooser(random.Random(10_000 + seed)), max_specs=2_000))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_hypothesis_case_matches_exir(data: st.DataObject) -> None:
