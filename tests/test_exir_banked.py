@@ -142,6 +142,18 @@ NAMED_CASES: dict[str, BankedCase] = {
     "a spec on another device": BankedCase(
         GreedyCase((spec(64, (0, 4)), spec(16, (1, 2), device="CUDA"))), banks((1024, 1))
     ),
+    "input_mem_buffer_sizes over a bank: the capacity backstop": BankedCase(
+        GreedyCase(SPILLING, input_mem_buffer_sizes=(0, 1000)), banks((500, 1), (1 << 20, 2))
+    ),
+    "sparse bank ids": BankedCase(GreedyCase(SPILLING), banks((300, 7), (1 << 20, 3))),
+    "extra_padding charged to a pin's bank": BankedCase(
+        GreedyCase((spec(64, (0, 3), mem_id=1), spec(64, (0, 3), mem_id=1)), extra_padding=10),
+        banks((138, 1), (1024, 2)),
+    ),
+    "storage-backed spec inside a pinned base": BankedCase(
+        GreedyCase((spec(64, (0, 3), mem_id=2), spec(16, (0, 3), storage_base=0, storage_base_offset=16))),
+        banks((40, 1), (1024, 2)),
+    ),
     "realign reorders pins: exir's 'not sorted' assertion": BankedCase(
         GreedyCase((spec(1, (0, 1), alignment=64, mem_id=1), spec(40, (2, 3), alignment=1, mem_id=1))),
         banks((1024, 1)),
@@ -160,6 +172,7 @@ EXPECTED_ERRORS = {
     "a bank alignment that is not a multiple": "BankPlacementError",
     "a spec on another device": "BankPlacementError",
     "unresolvable storage base": "InternalError",
+    "input_mem_buffer_sizes over a bank: the capacity backstop": "BankPlacementError",
     "realign reorders pins: exir's 'not sorted' assertion": "AssertionError",
 }
 

@@ -176,6 +176,7 @@ NAMED_CASES: dict[str, GreedyCase] = {
     "realign reorders sizes: exir's 'not sorted' assertion": GreedyCase(
         (spec(1, (0, 1), alignment=64), spec(40, (2, 3), alignment=1)),
     ),
+    "alignment 0": GreedyCase((spec(64, (0, 1)), spec(32, (2, 3))), alignment=0),
     "a spec listed twice": GreedyCase((spec(64, (0, 1)), spec(32, (2, 3))), order=(0, 1, 0)),
     "a lifetime of None": GreedyCase((spec(64, (0, 1)), spec(32, (None, None)))),
     "input_mem_buffer_sizes not a list": GreedyCase(
@@ -216,6 +217,7 @@ EXPECTED_ERRORS = {
     "realign reorders sizes: exir's 'not sorted' assertion": "AssertionError",
     "a spec listed twice": "AssertionError",
     "a lifetime of None": "TypeError",
+    "alignment 0": "ZeroDivisionError",
 }
 
 
