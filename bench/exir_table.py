@@ -374,8 +374,9 @@ def main(argv: list[str] | None = None) -> None:
             " with other work: timings are noisy). Median of the rounds run (at least"
             f" {args.repeats} where they fit the budget); exir's and the naive scan's cells get"
             f" {args.budget:g} s (`> budget`: the first round did not finish; `not run`: over"
-            " budget at a smaller count). Ratios are median over median; `> N×` is a lower"  # noqa: RUF001
-            " bound from the budget. Every plan timed was checked with"
+            " budget at a smaller count). Ratios are median over median, the other column's"
+            " time over ours (> 1: ours is faster); `> N×` is a lower bound from the budget."  # noqa: RUF001
+            " Every plan timed was checked with"
             " `cadence_memplan.validate`; the export's two programs are byte for byte equal."
         )
         with open(args.markdown, "w", encoding="utf-8") as out:
