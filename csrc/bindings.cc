@@ -208,24 +208,15 @@ cm::ObjectSearch ToObjectSearch(const std::string& name) {
 // The names of cm::PackErrorKind, as cadence_memplan.exir spells them.
 const char* PackErrorName(cm::PackErrorKind kind) {
   switch (kind) {
-    case cm::PackErrorKind::kNone:
-      return "";
-    case cm::PackErrorKind::kNotSorted:
-      return "not_sorted";
-    case cm::PackErrorKind::kNegativeStorageOffset:
-      return "negative_storage_offset";
-    case cm::PackErrorKind::kMisalignedStorage:
-      return "misaligned_storage";
-    case cm::PackErrorKind::kStorageDoesNotFit:
-      return "storage_does_not_fit";
-    case cm::PackErrorKind::kUnresolvableStorage:
-      return "unresolvable_storage";
-    case cm::PackErrorKind::kPinnedDoesNotFit:
-      return "pinned_does_not_fit";
-    case cm::PackErrorKind::kNoBankFits:
-      return "no_bank_fits";
-    case cm::PackErrorKind::kOverflow:
-      return "overflow";
+    case cm::PackErrorKind::kNone: return "";
+    case cm::PackErrorKind::kNotSorted: return "not_sorted";
+    case cm::PackErrorKind::kNegativeStorageOffset: return "negative_storage_offset";
+    case cm::PackErrorKind::kMisalignedStorage: return "misaligned_storage";
+    case cm::PackErrorKind::kStorageDoesNotFit: return "storage_does_not_fit";
+    case cm::PackErrorKind::kUnresolvableStorage: return "unresolvable_storage";
+    case cm::PackErrorKind::kPinnedDoesNotFit: return "pinned_does_not_fit";
+    case cm::PackErrorKind::kNoBankFits: return "no_bank_fits";
+    case cm::PackErrorKind::kOverflow: return "overflow";
   }
   return "?";
 }
@@ -239,9 +230,10 @@ cm::GreedyRequest ToGreedyRequest(const Int64Array& starts, const Int64Array& en
                                   const std::string& occupancy) {
   const py::ssize_t count = starts.size();
   const std::pair<const char*, const Int64Array*> arrays[] = {
-      {"starts", &starts}, {"ends", &ends},       {"sort_sizes", &sort_sizes},
-      {"nbytes", &nbytes}, {"mem_ids", &mem_ids}, {"pinned", &pinned},
-      {"bases", &bases},   {"base_offsets", &base_offsets}};
+      {"starts", &starts},         {"ends", &ends},
+      {"sort_sizes", &sort_sizes}, {"nbytes", &nbytes},
+      {"mem_ids", &mem_ids},       {"pinned", &pinned},
+      {"bases", &bases},           {"base_offsets", &base_offsets}};
   for (const auto& [name, array] : arrays) {
     RequireOneDimensional(name, *array);
     RequireLength(name, array->size(), count);
@@ -253,10 +245,13 @@ cm::GreedyRequest ToGreedyRequest(const Int64Array& starts, const Int64Array& en
   request.input_sizes = ToVector(input_sizes, "input_sizes");
   request.search = ToObjectSearch(occupancy);
   request.tensors.resize(count);
+  const auto start = starts.unchecked<1>(), end = ends.unchecked<1>();
+  const auto sort_size = sort_sizes.unchecked<1>(), bytes = nbytes.unchecked<1>();
+  const auto mem_id = mem_ids.unchecked<1>(), pin = pinned.unchecked<1>();
+  const auto base = bases.unchecked<1>(), base_offset = base_offsets.unchecked<1>();
   for (py::ssize_t i = 0; i < count; ++i) {
-    request.tensors[i] = {{starts.at(i), ends.at(i)}, sort_sizes.at(i), nbytes.at(i),
-                          mem_ids.at(i),              pinned.at(i) != 0, bases.at(i),
-                          base_offsets.at(i)};
+    request.tensors[i] = {{start(i), end(i)}, sort_size(i), bytes(i),      mem_id(i),
+                          pin(i) != 0,        base(i),      base_offset(i)};
   }
   return request;
 }
@@ -269,18 +264,16 @@ py::tuple FromPackResult(cm::PackResult&& result) {
     objects[i] = result.placements[i].object;
     offsets[i] = result.placements[i].offset;
   }
-  return py::make_tuple(PackErrorName(result.error.kind), result.error.tensor, result.error.value,
-                        ToArray(std::move(result.visit_order)), ToArray(std::move(mem_ids)),
-                        ToArray(std::move(objects)), ToArray(std::move(offsets)),
-                        ToArray(std::move(result.bufsizes)),
-                        ToArray(std::move(result.final_alignment)),
-                        ToArray(std::move(result.used)));
+  return py::make_tuple(
+      PackErrorName(result.error.kind), result.error.tensor, result.error.value,
+      ToArray(std::move(result.visit_order)), ToArray(std::move(mem_ids)),
+      ToArray(std::move(objects)), ToArray(std::move(offsets)), ToArray(std::move(result.bufsizes)),
+      ToArray(std::move(result.final_alignment)), ToArray(std::move(result.used)));
 }
 
-py::tuple PackGreedy(const Int64Array& starts, const Int64Array& ends,
-                     const Int64Array& sort_sizes, const Int64Array& nbytes,
-                     const Int64Array& mem_ids, const Int64Array& pinned, const Int64Array& bases,
-                     const Int64Array& base_offsets, int64_t alignment,
+py::tuple PackGreedy(const Int64Array& starts, const Int64Array& ends, const Int64Array& sort_sizes,
+                     const Int64Array& nbytes, const Int64Array& mem_ids, const Int64Array& pinned,
+                     const Int64Array& bases, const Int64Array& base_offsets, int64_t alignment,
                      bool allow_overlapping_allocations, int64_t extra_padding,
                      const Int64Array& input_sizes, const Int64Array& bank_mem_ids,
                      const Int64Array& bank_sizes, const Int64Array& bank_alignments,
@@ -321,13 +314,17 @@ py::tuple CheckStorageReuse(const Int64Array& starts, const Int64Array& ends,
   request.allow_lifetime_and_storage_overlap = allow_lifetime_and_storage_overlap;
   request.search = ToObjectSearch(occupancy);
   request.tensors.resize(count);
+  const auto start = starts.unchecked<1>(), end = ends.unchecked<1>();
+  const auto mem_id = mem_ids.unchecked<1>(), offset = offsets.unchecked<1>();
+  const auto size = sizes.unchecked<1>(), mem_obj_id = mem_obj_ids.unchecked<1>();
   for (py::ssize_t i = 0; i < count; ++i) {
-    request.tensors[i] = {{starts.at(i), ends.at(i)}, mem_ids.at(i), offsets.at(i), sizes.at(i),
-                          mem_obj_ids.at(i)};
+    request.tensors[i] = {{start(i), end(i)}, mem_id(i), offset(i), size(i), mem_obj_id(i)};
   }
-  py::gil_scoped_release release;
-  const cm::ReuseCheckResult result = cm::CheckStorageReuse(request);
-  py::gil_scoped_acquire acquire;
+  cm::ReuseCheckResult result;
+  {
+    py::gil_scoped_release release;
+    result = cm::CheckStorageReuse(request);
+  }
   return py::make_tuple(result.reuse_pairs, result.violation);
 }
 
@@ -364,9 +361,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("pack_shared_objects", &PackGreedy, py::arg("starts"), py::arg("ends"),
         py::arg("sort_sizes"), py::arg("nbytes"), py::arg("mem_ids"), py::arg("pinned"),
         py::arg("bases"), py::arg("base_offsets"), py::arg("alignment"),
-        py::arg("allow_overlapping_allocations"), py::arg("extra_padding"),
-        py::arg("input_sizes"), py::arg("bank_mem_ids"), py::arg("bank_sizes"),
-        py::arg("bank_alignments"), py::arg("occupancy") = "index");
+        py::arg("allow_overlapping_allocations"), py::arg("extra_padding"), py::arg("input_sizes"),
+        py::arg("bank_mem_ids"), py::arg("bank_sizes"), py::arg("bank_alignments"),
+        py::arg("occupancy") = "index");
   m.def("check_storage_reuse", &CheckStorageReuse, py::arg("starts"), py::arg("ends"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("sizes"), py::arg("mem_obj_ids"),
         py::arg("parents"), py::arg("allow_lifetime_and_storage_overlap"),

@@ -53,6 +53,7 @@ def test_readme_has_the_snippets_this_file_runs() -> None:
     snippets = blocks("python")
     assert any("cm.plan(" in code for code in snippets)
     assert any("CadenceMemoryPlanning(" in code for code in snippets)
+    assert any("cadence_memplan.exir.memory_planning_pass()" in code for code in snippets)
 
 
 def test_first_block_is_the_two_commands() -> None:

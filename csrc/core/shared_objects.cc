@@ -18,35 +18,75 @@ constexpr int64_t kMaxMemId = int64_t{1} << 20;
 constexpr Time kAbsent = std::numeric_limits<Time>::min();
 
 // Points (start, end), one per lifetime that may be inserted, ordered by
-// start; a max-tree over the ends of the inserted ones. Lists the inserted
-// points with start <= end_bound and end >= start_bound, which is exir's
-// "overlaps" for any lifetimes, inverted ones included.
+// start. For the lifetime of a point, lists the inserted points with
+// start <= its end and end >= its start, which is exir's "overlaps" for any
+// lifetimes, inverted ones included.
+//
+// A point that reaches `start` starts at `start - longest` or later, so each
+// query's candidates are the points in a window of starts, found once at
+// construction. Windows of a few hundred points are read in a row (the usual
+// case: graphs are long and lifetimes short); only when some window is wider
+// is a max-tree over the inserted points' ends kept and searched instead, in
+// O((k + 1) log n) for k results.
 class LiveAllocationIndex {
  public:
   LiveAllocationIndex() = default;
+  // `slot_of` (one entry per tensor of the request) receives each point's
+  // position; indexes whose points are disjoint may share it.
   LiveAllocationIndex(std::vector<std::pair<Time, TensorIndex>> points,
-                      const std::vector<Lifetime>* lifetimes)
-      : points_(std::move(points)), lifetimes_(lifetimes) {
+                      const std::vector<Lifetime>& lifetimes, std::vector<int64_t>* slot_of)
+      : points_(std::move(points)), slot_of_(slot_of) {
     std::sort(points_.begin(), points_.end());
-    leaves_ = 1;
-    while (leaves_ < static_cast<int64_t>(points_.size())) leaves_ *= 2;
-    max_end_.assign(static_cast<size_t>(2 * leaves_), kAbsent);
-    present_.assign(points_.size(), false);
+    const auto count = static_cast<int64_t>(points_.size());
+    ends_.reserve(count);
+    Time longest = 0;
+    for (int64_t position = 0; position < count; ++position) {
+      const auto [start, tensor] = points_[position];
+      (*slot_of_)[tensor] = position;
+      const Time end = lifetimes[tensor].end;
+      ends_.push_back(end);
+      if (end > start) longest = std::max(longest, end - start);
+    }
+    windows_.resize(count);
+    for (int64_t position = 0; position < count; ++position) {
+      const Time start = points_[position].first;
+      const Time end = ends_[position];
+      const Time earliest =
+          start < std::numeric_limits<Time>::min() + longest ? kAbsent : start - longest;
+      const auto first =
+          std::lower_bound(points_.begin(), points_.end(),
+                           std::make_pair(earliest, std::numeric_limits<TensorIndex>::min()));
+      const auto limit =
+          std::upper_bound(points_.begin(), points_.end(),
+                           std::make_pair(end, std::numeric_limits<TensorIndex>::max()));
+      windows_[position] = {start, static_cast<int64_t>(first - points_.begin()),
+                            static_cast<int64_t>(limit - points_.begin())};
+      if (windows_[position].limit - windows_[position].first > kLinearWindow) use_tree_ = true;
+    }
+    if (use_tree_) {
+      while (leaves_ < count) leaves_ *= 2;
+      max_end_.assign(static_cast<size_t>(2 * leaves_), kAbsent);
+    }
+    present_.assign(count, 0);
   }
 
   void Insert(TensorIndex tensor) { Set(tensor, true); }
   void Erase(TensorIndex tensor) { Set(tensor, false); }
 
+  // Calls visit(tensor) for every inserted point overlapping the lifetime of
+  // `query`, which must be one of the points.
   template <typename Visit>
-  void ForEachOverlapping(Time start, Time end, Visit&& visit) const {
-    // Points [0, limit) start at or before `end`.
-    const auto limit = static_cast<int64_t>(
-        std::upper_bound(points_.begin(), points_.end(),
-                         std::make_pair(end, std::numeric_limits<TensorIndex>::max())) -
-        points_.begin());
-    if (limit == 0) return;
+  void ForEachOverlapping(TensorIndex query, Visit&& visit) const {
+    const Window& window = windows_[(*slot_of_)[query]];
+    const Time start = window.start;
+    if (window.limit - window.first <= kLinearWindow) {
+      for (int64_t position = window.first; position < window.limit; ++position) {
+        if (present_[position] && ends_[position] >= start) visit(points_[position].second);
+      }
+      return;
+    }
     // Depth-first over the tree, left to right, pruning subtrees that lie
-    // past `limit` or whose largest end is before `start`.
+    // past the window or whose largest end is before `start`.
     struct Frame {
       int64_t node, first, count;
     };
@@ -55,7 +95,7 @@ class LiveAllocationIndex {
     stack[depth++] = {1, 0, leaves_};
     while (depth > 0) {
       const Frame frame = stack[--depth];
-      if (frame.first >= limit || max_end_[frame.node] < start) continue;
+      if (frame.first >= window.limit || max_end_[frame.node] < start) continue;
       if (frame.count == 1) {
         if (present_[frame.first]) visit(points_[frame.first].second);
         continue;
@@ -67,24 +107,34 @@ class LiveAllocationIndex {
   }
 
  private:
+  struct Window {
+    Time start;     // The point's own start.
+    int64_t first;  // Positions [first, limit) may overlap it.
+    int64_t limit;
+  };
+
   void Set(TensorIndex tensor, bool present) {
-    const Lifetime& lifetime = (*lifetimes_)[tensor];
-    const auto position = static_cast<int64_t>(
-        std::lower_bound(points_.begin(), points_.end(), std::make_pair(lifetime.start, tensor)) -
-        points_.begin());
-    present_[position] = present;
+    const int64_t position = (*slot_of_)[tensor];
+    present_[position] = present ? 1 : 0;
+    if (!use_tree_) return;
     int64_t node = leaves_ + position;
-    max_end_[node] = present ? lifetime.end : kAbsent;
+    max_end_[node] = present ? ends_[position] : kAbsent;
     for (node /= 2; node >= 1; node /= 2) {
       max_end_[node] = std::max(max_end_[2 * node], max_end_[2 * node + 1]);
     }
   }
 
+  // Up to this many candidate points are read in a row instead of searched.
+  static constexpr int64_t kLinearWindow = 256;
+
   std::vector<std::pair<Time, TensorIndex>> points_;  // (start, tensor), ascending.
-  const std::vector<Lifetime>* lifetimes_ = nullptr;
+  std::vector<Time> ends_;                            // Each point's end, present or not.
+  std::vector<Window> windows_;                       // Each point's query.
+  std::vector<int64_t>* slot_of_ = nullptr;
+  std::vector<char> present_;
+  bool use_tree_ = false;
   int64_t leaves_ = 1;
   std::vector<Time> max_end_;  // Heap layout; node 1 is the root.
-  std::vector<bool> present_;
 };
 
 // Object sizes by creation index, with "the first object at or after `from`
@@ -136,15 +186,19 @@ struct Reuse {
 // exir's List[SharedObject] of one memory.
 class ObjectPool {
  public:
+  // `slot_of`: scratch with an entry per tensor, shared by pools without
+  // common members (LiveAllocationIndex).
   ObjectPool(const std::vector<Lifetime>& lifetimes, const std::vector<TensorIndex>& members,
-             std::vector<Allocation>* where, ObjectSearch search)
-      : lifetimes_(&lifetimes), where_(where), search_(search),
+             std::vector<Allocation>* where, ObjectSearch search, std::vector<int64_t>* slot_of)
+      : lifetimes_(&lifetimes),
+        where_(where),
+        search_(search),
         sizes_(static_cast<int64_t>(members.size())) {
     if (search_ == ObjectSearch::kIndex) {
       std::vector<std::pair<Time, TensorIndex>> points;
       points.reserve(members.size());
       for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
-      index_ = LiveAllocationIndex(std::move(points), &lifetimes);
+      index_ = LiveAllocationIndex(std::move(points), lifetimes, slot_of);
     }
   }
 
@@ -156,8 +210,9 @@ class ObjectPool {
   // without, it takes the first object with no overlap whatever its size, and
   // the caller checks exir's assertion.
   Reuse Find(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping) {
-    return search_ == ObjectSearch::kIndex ? FindIndexed(tensor, size, skip_small, allow_overlapping)
-                                           : FindScan(tensor, size, skip_small, allow_overlapping);
+    return search_ == ObjectSearch::kIndex
+               ? FindIndexed(tensor, size, skip_small, allow_overlapping)
+               : FindScan(tensor, size, skip_small, allow_overlapping);
   }
 
   void Add(TensorIndex tensor, int64_t object, Offset offset, Size size) {
@@ -192,8 +247,7 @@ class ObjectPool {
   Reuse FindIndexed(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping) {
     ++query_;
     blocked_.clear();
-    const Lifetime& lifetime = (*lifetimes_)[tensor];
-    index_.ForEachOverlapping(lifetime.start, lifetime.end, [&](TensorIndex allocated) {
+    index_.ForEachOverlapping(tensor, [&](TensorIndex allocated) {
       const Allocation& allocation = (*where_)[allocated];
       const int64_t object = allocation.object;
       const Offset end = allocation.offset + allocation.size;
@@ -205,12 +259,18 @@ class ObjectPool {
         overlap_end_[object] = std::max(overlap_end_[object], end);
       }
     });
-    const Size least = skip_small ? size : 0;
-    for (int64_t from = 0;;) {
-      const int64_t object = sizes_.FirstAtLeast(from, least);
-      if (object < 0) break;
-      if (blocked_stamp_[object] != query_) return {object, 0, true};
-      from = object + 1;
+    if (!skip_small) {
+      // At most k objects are blocked, so this reads at most k + 1.
+      for (int64_t object = 0; object < object_count(); ++object) {
+        if (blocked_stamp_[object] != query_) return {object, 0, true};
+      }
+    } else {
+      for (int64_t from = 0;;) {
+        const int64_t object = sizes_.FirstAtLeast(from, size);
+        if (object < 0) break;
+        if (blocked_stamp_[object] != query_) return {object, 0, true};
+        from = object + 1;
+      }
     }
     if (!allow_overlapping) return {};
     Reuse best;
@@ -324,7 +384,7 @@ PackError ResolveStorageBases(const GreedyRequest& request,
   const auto count = static_cast<TensorIndex>(tensors.size());
   std::vector<int64_t> position(count, -1);
   for (size_t p = 0; p < deferred.size(); ++p) position[deferred[p]] = static_cast<int64_t>(p);
-  constexpr int64_t kUnknown = 0, kInProgress = -2, kNever = -1;
+  constexpr int64_t kUnknown = -3, kInProgress = -2, kNever = -1;
   std::vector<int64_t> round(count, kUnknown);
   for (TensorIndex t = 0; t < count; ++t) {
     if (tensors[t].base == kNoStorageBase) round[t] = 0;  // Placed before any round.
@@ -393,9 +453,8 @@ bool LayOut(const GreedyRequest& request, const std::map<int64_t, ObjectPool>& p
   result->bufsizes.assign(static_cast<size_t>(pools.rbegin()->first + 1), 0);
   std::map<int64_t, std::vector<Offset>> object_offsets;
   for (const auto& [mem_id, pool] : pools) {
-    Size total = mem_id < static_cast<int64_t>(request.input_sizes.size())
-                     ? request.input_sizes[mem_id]
-                     : 0;
+    Size total =
+        mem_id < static_cast<int64_t>(request.input_sizes.size()) ? request.input_sizes[mem_id] : 0;
     auto& offsets = object_offsets[mem_id];
     for (int64_t object = 0; object < pool.object_count(); ++object) {
       offsets.push_back(total);
@@ -447,9 +506,10 @@ PackResult PackGreedy(const GreedyRequest& request) {
   std::vector<Allocation> where(count);
   std::vector<int64_t> mem_of(count, 0);
   std::map<int64_t, ObjectPool> pools;
+  std::vector<int64_t> slot_of(count, -1);  // Each tensor is in one pool at most.
   for (const auto& [mem_id, members] : MembersByMemory(tensors, false)) {
     pools.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
-                  std::forward_as_tuple(lifetimes, members, &where, request.search));
+                  std::forward_as_tuple(lifetimes, members, &where, request.search, &slot_of));
   }
   std::vector<TensorIndex> deferred;
   for (TensorIndex t : result.visit_order) {
@@ -479,8 +539,9 @@ PackResult PackGreedy(const GreedyRequest& request) {
     for (TensorIndex t : deferred) result.placements[t].object = where[t].object;
   }
   if (result.error.kind != PackErrorKind::kNone) return result;
-  if (!LayOut(request, pools, [](int64_t, const ObjectPool&) { return true; }, where, mem_of,
-              &result)) {
+  if (!LayOut(
+          request, pools, [](int64_t, const ObjectPool&) { return true; }, where, mem_of,
+          &result)) {
     result.error = {PackErrorKind::kOverflow, -1, 0};
   }
   return result;
@@ -493,8 +554,8 @@ PackResult PackBanked(const BankedRequest& request) {
   std::map<int64_t, size_t> bank_of;
   for (size_t b = 0; b < request.banks.size(); ++b) {
     const Bank& bank = request.banks[b];
-    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 ||
-        bank.size > kMaxByteValue || bank.alignment < 0 || bank.alignment > kMaxByteValue ||
+    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 || bank.size > kMaxByteValue ||
+        bank.alignment < 0 || bank.alignment > kMaxByteValue ||
         !bank_of.emplace(bank.mem_id, b).second) {
       throw InvalidInput(StrCat("bank ", b, " is not a valid bank of a target memory map"));
     }
@@ -532,16 +593,22 @@ PackResult PackBanked(const BankedRequest& request) {
     bank_members.insert(bank_members.end(), free.begin(), free.end());
   }
   std::map<int64_t, ObjectPool> pools;
+  // The unpinned tensors are in every bank's pool, so each bank has its own
+  // slots; pools of undeclared memories hold pins only, and share theirs.
+  std::vector<std::vector<int64_t>> slots(request.banks.size() + 1,
+                                          std::vector<int64_t>(count, -1));
   for (const auto& [mem_id, list] : members) {
+    const auto bank = bank_of.find(mem_id);
+    std::vector<int64_t>* slot_of =
+        &slots[bank == bank_of.end() ? request.banks.size() : bank->second];
     pools.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
-                  std::forward_as_tuple(lifetimes, list, &where, greedy.search));
+                  std::forward_as_tuple(lifetimes, list, &where, greedy.search, slot_of));
   }
   std::vector<Size> used(request.banks.size());
   for (size_t b = 0; b < request.banks.size(); ++b) {
     const int64_t mem_id = request.banks[b].mem_id;
-    used[b] = mem_id < static_cast<int64_t>(greedy.input_sizes.size())
-                  ? greedy.input_sizes[mem_id]
-                  : 0;
+    used[b] =
+        mem_id < static_cast<int64_t>(greedy.input_sizes.size()) ? greedy.input_sizes[mem_id] : 0;
   }
   const auto fail = [&](PackErrorKind kind, TensorIndex tensor, int64_t value) {
     result.error = {kind, tensor, value};
@@ -714,6 +781,7 @@ ReuseCheckResult CheckStorageReuse(const ReuseCheckRequest& request) {
   std::vector<Lifetime> lifetimes(count);
   for (int64_t i = 0; i < count; ++i) lifetimes[i] = tensors[i].lifetime;
   const auto last_byte = [&](TensorIndex t) { return tensors[t].offset + tensors[t].size - 1; };
+  std::vector<int64_t> slot_of(count, -1);  // Each tensor is in one memory.
 
   for (size_t first = 0; first < order.size();) {
     size_t stop = first;
@@ -739,7 +807,7 @@ ReuseCheckResult CheckStorageReuse(const ReuseCheckRequest& request) {
       const TensorIndex t = order[k];
       if (!lifetimes[t].empty()) points.emplace_back(lifetimes[t].start, t);
     }
-    LiveAllocationIndex alive(std::move(points), &lifetimes);
+    LiveAllocationIndex alive(std::move(points), lifetimes, &slot_of);
     using Ending = std::pair<Offset, TensorIndex>;
     std::priority_queue<Ending, std::vector<Ending>, std::greater<>> active;
     std::unordered_map<int64_t, int64_t> active_per_object;
@@ -755,7 +823,7 @@ ReuseCheckResult CheckStorageReuse(const ReuseCheckRequest& request) {
         result.violation = true;
       }
       if (!request.allow_lifetime_and_storage_overlap && !lifetimes[t].empty()) {
-        alive.ForEachOverlapping(lifetimes[t].start, lifetimes[t].end, [&](TensorIndex other) {
+        alive.ForEachOverlapping(t, [&](TensorIndex other) {
           if (!BacksOrBackedBy(request.parents, t, other)) result.violation = true;
         });
       }

@@ -27,9 +27,7 @@ __all__ = ["memory_planning_pass"]
 class _VerifyingMemoryPlanningPass(MemoryPlanningPass):  # type: ignore[misc]
     """exir's pass, then the storage-reuse check exir runs for ``greedy``, in C++."""
 
-    def run(
-        self, graph_module: torch.fx.GraphModule, graph_signature: Any = None
-    ) -> PassResult:
+    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
         result = super().run(graph_module, graph_signature)
         verifier = Verifier(
             graph_module,

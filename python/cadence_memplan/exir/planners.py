@@ -12,10 +12,14 @@ to exir's own Python function instead, so the result is exir's in every case.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -41,28 +45,44 @@ OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("index", "scan")
 _EXACT_LIMIT = 1 << 53
 _MAX_MEM_ID = 1 << 20
 _EMPTY = np.zeros(0, dtype=np.int64)
+_logger = logging.getLogger(__name__)
 
-_read_fields = attrgetter(
-    "lifetime", "shape", "dtype", "alignment", "mem_id", "storage_base", "storage_base_offset"
-)
+# `scalar_type` is what TensorSpec.dtype returns, without the property call.
+_read_fields = attrgetter("lifetime", "shape", "scalar_type", "alignment", "mem_id", "storage_base")
 _element_sizes: dict[torch.dtype, int] = {}
+# What exir's num_bytes_from_shape_and_dtype multiplies by (untyped in torch).
+_torch_element_size: Callable[[torch.dtype], int] = torch._utils._element_size
 
 
 class _NotExact(Exception):
     """The specs hold something the arrays cannot carry; exir's own function plans them."""
 
 
-def _int64(values: Sequence[Any]) -> npt.NDArray[np.int64]:
-    array = np.array(values) if len(values) else _EMPTY
-    if array.dtype != np.int64:  # None, floats, bools, SymInts or ints beyond int64
-        raise _NotExact
-    return array
+def _int64(values: Iterable[Any]) -> npt.NDArray[np.int64]:
+    """Python ints to int64; array('q') refuses floats and None, unlike numpy's casts."""
+    try:
+        return np.frombuffer(array("q", values), dtype=np.int64)
+    except (TypeError, OverflowError) as error:
+        raise _NotExact from error
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Reading 10^5 specs makes a few hundred thousand small objects; the collections they
+    set off would traverse every spec of the graph, and cost more than the reading."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _element_size(dtype: torch.dtype) -> int:
     size = _element_sizes.get(dtype)
     if size is None:
-        size = _element_sizes[dtype] = torch._utils._element_size(dtype)
+        size = _element_sizes[dtype] = _torch_element_size(dtype)
     return size
 
 
@@ -96,20 +116,17 @@ def _read_specs(specs: list[TensorSpec]) -> _Specs:
 
 
 def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
-    if any(type(spec) is not TensorSpec for spec in specs):
+    count = len(specs)
+    if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
-    index_of = {id(spec): index for index, spec in enumerate(specs)}
-    if len(index_of) != len(specs):
-        raise _NotExact  # exir visits a repeated spec twice and then fails its own count.
     rows = list(map(_read_fields, specs))
     if not rows:
-        empty = np.zeros(0, dtype=np.int64)
-        return _Specs(specs, *([empty] * 8))
-    lifetimes, shapes, dtypes, alignments, mem_ids, bases, base_offsets = zip(*rows)
-    lifetime_array = np.array(lifetimes)
-    if lifetime_array.dtype != np.int64 or lifetime_array.shape != (len(specs), 2):
+        return _Specs(specs, *([_EMPTY] * 8))
+    lifetimes, shapes, dtypes, alignments, mem_ids, bases = zip(*rows, strict=True)
+    if any(len(lifetime) != 2 for lifetime in lifetimes):
         raise _NotExact
-    nbytes = _int64(list(map(math.prod, shapes))) * _int64(list(map(_element_size, dtypes)))
+    lifetime_array = _int64(chain.from_iterable(lifetimes))
+    nbytes = _int64(map(math.prod, shapes)) * _int64(map(_element_size, dtypes))
     old_alignments = _int64(alignments)
     if (
         nbytes.min() < 0
@@ -118,20 +135,35 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         or old_alignments.max() >= _EXACT_LIMIT
     ):
         raise _NotExact
-    pinned = np.array([mem_id is not None for mem_id in mem_ids], dtype=np.int64)
-    mem_id_array = _int64([1 if mem_id is None else mem_id for mem_id in mem_ids])
-    if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
-        raise _NotExact
-    base_array = _int64(
-        [-1 if base is None else index_of.get(id(base), -2) for base in bases]
-    )
-    offset_array = _int64(base_offsets)
-    if np.abs(offset_array).max() >= _EXACT_LIMIT:
+    unpinned = mem_ids.count(None)
+    if unpinned == count:
+        pinned = np.zeros(count, dtype=np.int64)
+        mem_id_array = np.ones(count, dtype=np.int64)
+    else:
+        pinned = np.array([mem_id is not None for mem_id in mem_ids], dtype=np.int64)
+        mem_id_array = _int64(1 if mem_id is None else mem_id for mem_id in mem_ids)
+        if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
+            raise _NotExact
+    if bases.count(None) == count:
+        base_array = np.full(count, -1, dtype=np.int64)
+        offset_array = np.zeros(count, dtype=np.int64)
+    else:
+        index_of = {id(spec): index for index, spec in enumerate(specs)}
+        if len(index_of) != count:
+            raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
+        base_array = _int64(-1 if base is None else index_of.get(id(base), -2) for base in bases)
+        offset_array = _int64(
+            0 if base is None else spec.storage_base_offset
+            for spec, base in zip(specs, bases, strict=True)
+        )
+        if np.abs(offset_array).max() >= _EXACT_LIMIT:
+            raise _NotExact
+    if len(set(map(id, specs))) != count:
         raise _NotExact
     return _Specs(
         specs,
-        np.ascontiguousarray(lifetime_array[:, 0]),
-        np.ascontiguousarray(lifetime_array[:, 1]),
+        lifetime_array[0::2].copy(),
+        lifetime_array[1::2].copy(),
         -(-nbytes // old_alignments) * old_alignments,  # allocated_memory before realign
         nbytes,
         mem_id_array,
@@ -196,7 +228,7 @@ def _realign(specs: list[TensorSpec], final_alignment: npt.NDArray[np.int64]) ->
         for spec in specs:
             spec.alignment = alignment
         return
-    for spec, alignment in zip(specs, final_alignment.tolist()):
+    for spec, alignment in zip(specs, final_alignment.tolist(), strict=True):
         if alignment:
             spec.alignment = alignment
 
@@ -237,7 +269,9 @@ def _result(read: _Specs, packing: api.SharedObjectPacking) -> MemoryAlgoResult:
         packing.objects[order].tolist(),
         packing.offsets[order].tolist(),
     )
-    return MemoryAlgoResult(dict(zip(ordered_specs, allocations)), packing.bufsizes.tolist())
+    return MemoryAlgoResult(
+        dict(zip(ordered_specs, allocations, strict=True)), packing.bufsizes.tolist()
+    )
 
 
 def greedy(
@@ -257,11 +291,17 @@ def greedy(
     simplest correct port, for comparison); every choice gives the same result."""
     spec_list = list(specs)
     try:
-        read = _read_specs(spec_list)
-        packing = _pack(
-            read, alignment, extra_padding, graph_module, allow_overlapping_allocations,
-            occupancy, None,
-        )
+        with _gc_paused():
+            read = _read_specs(spec_list)
+            packing = _pack(
+                read,
+                alignment,
+                extra_padding,
+                graph_module,
+                allow_overlapping_allocations,
+                occupancy,
+                None,
+            )
     except _NotExact:
         return exir_planning.greedy(
             alignment,
@@ -275,8 +315,9 @@ def greedy(
     if packing.error == "not_sorted":
         raise AssertionError("Allocation specs are not sorted")
     _raise_storage_error(read, packing)
-    result = _result(read, packing)
-    logging.debug(f"greedy algorithm returns bufsizes: {result.bufsizes}")
+    with _gc_paused():
+        result = _result(read, packing)
+    _logger.debug("greedy algorithm returns bufsizes: %s", result.bufsizes)
     return result
 
 
@@ -315,20 +356,21 @@ class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
         self._reject_non_cpu(all_specs)
         banks = self.target.banks
         try:
-            read = _read_specs(all_specs)
-            packing = _pack(
-                read,
-                alignment,
-                extra_padding,
-                graph_module,
-                self.allow_overlapping_allocations,
-                self.occupancy,
-                (
-                    np.array([bank.mem_id for bank in banks], dtype=np.int64),
-                    np.array([bank.size for bank in banks], dtype=np.int64),
-                    np.array([bank.alignment or 0 for bank in banks], dtype=np.int64),
-                ),
-            )
+            with _gc_paused():
+                read = _read_specs(all_specs)
+                packing = _pack(
+                    read,
+                    alignment,
+                    extra_padding,
+                    graph_module,
+                    self.allow_overlapping_allocations,
+                    self.occupancy,
+                    (
+                        _int64(bank.mem_id for bank in banks),
+                        _int64(bank.size for bank in banks),
+                        _int64(bank.alignment or 0 for bank in banks),
+                    ),
+                )
         except _NotExact:
             # The checks and realignments above are idempotent: exir repeats them.
             return super().__call__(
@@ -351,7 +393,7 @@ class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
             used = packing.used.tolist()
             remaining = ", ".join(
                 f"{bank.name} {bank.size - bank_used} of {bank.size} free"
-                for bank, bank_used in zip(banks, used)
+                for bank, bank_used in zip(banks, used, strict=True)
             )
             raise exir_banked.BankPlacementError(
                 f"No declared bank can hold a {spec.allocated_memory}-byte buffer "
@@ -360,7 +402,8 @@ class BankedGreedy(exir_banked.BankedGreedy):  # type: ignore[misc]
                 f"targets. Target memory map: {self.target.describe()}"
             )
         _raise_storage_error(read, packing)
-        result = _result(read, packing)
+        with _gc_paused():
+            result = _result(read, packing)
         self._check_capacity(result.bufsizes)
-        logging.debug(f"banked greedy returns bufsizes: {result.bufsizes}")
+        _logger.debug("banked greedy returns bufsizes: %s", result.bufsizes)
         return result

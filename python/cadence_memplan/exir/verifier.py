@@ -30,12 +30,28 @@ class _NotExact(Exception):
     pass
 
 
+class _MemoizedSignature:
+    """An ExportGraphSignature whose derived properties are computed once. exir asks for
+    ``inputs_to_buffers`` and friends per node, and each ask rebuilds a dict over all the
+    graph's inputs, which made collecting the specs cost more than checking them."""
+
+    def __init__(self, signature: Any) -> None:
+        self._signature = signature
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._signature, name)
+        if not callable(value):
+            setattr(self, name, value)  # later reads skip __getattr__
+        return value
+
+
 def _specs_of(verifier: Verifier) -> list[TensorSpec]:
     """The specs exir's verify_storage_reuse compares, in its order."""
+    signature = verifier.graph_signature
     return list(
         collect_specs_from_nodes(
             verifier.graph_module.graph.nodes,
-            verifier.graph_signature,
+            None if signature is None else _MemoizedSignature(signature),
             ignore_const=True,
             ignore_graph_input=not verifier.alloc_graph_input,
             ignore_graph_output=not verifier.alloc_graph_output,
@@ -62,7 +78,7 @@ def _arrays(specs: list[TensorSpec]) -> tuple[Any, ...]:
     specs_per_memory = Counter(mem_ids)
     starts, ends, offsets, sizes, mem_obj_ids = [], [], [], [], []
     checked_mem_ids = []
-    for spec, mem_id in zip(specs, mem_ids):
+    for spec, mem_id in zip(specs, mem_ids, strict=True):
         lifetime = spec.lifetime
         try:
             start, end = _as_int(lifetime[0]), _as_int(lifetime[1])

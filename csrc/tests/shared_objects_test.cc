@@ -1,0 +1,156 @@
+// PackGreedy, PackBanked and CheckStorageReuse with ObjectSearch::kIndex
+// against kScan (exir's loops, ported literally) on random problems: ties,
+// zero sizes, inverted lifetimes, pins, storage-backed chains and bad bases.
+// Every successful plan must also keep tensors that exir considers
+// overlapping in time apart in memory, and the reuse check must count what a
+// brute force over pairs counts.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "shared_objects.h"
+
+namespace {
+
+using namespace cadence_memplan;
+
+int64_t Pick(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+GreedyRequest RandomRequest(std::mt19937_64& rng) {
+  GreedyRequest request;
+  const int64_t count = Pick(rng, 0, 60);
+  const int64_t horizon = Pick(rng, 1, 40);
+  for (int64_t i = 0; i < count; ++i) {
+    ExirTensor tensor;
+    const Time start = Pick(rng, 0, horizon);
+    tensor.lifetime = {start, start + Pick(rng, -2, 12)};  // some inverted
+    tensor.nbytes = Pick(rng, 0, 4) * Pick(rng, 0, 64);
+    const Size old_alignment = Pick(rng, 0, 30) == 0 ? 64 : 16;
+    tensor.sort_size = AlignUp(tensor.nbytes, old_alignment);
+    tensor.pinned = Pick(rng, 0, 3) == 0;
+    tensor.mem_id = tensor.pinned ? Pick(rng, 1, 3) : 1;
+    request.tensors.push_back(tensor);
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (Pick(rng, 0, 9) != 0) continue;
+    const int64_t base = Pick(rng, 0, 20) == 0 ? kOutsideStorageBase : Pick(rng, 0, count - 1);
+    request.tensors[i].base = base;
+    request.tensors[i].base_offset = Pick(rng, 0, 8) == 0 ? Pick(rng, -1, 40) : 0;
+  }
+  request.alignment = Pick(rng, 0, 1) ? 16 : 1;
+  request.allow_overlapping_allocations = Pick(rng, 0, 1) == 1;
+  request.extra_padding = Pick(rng, 0, 1) * 8;
+  if (Pick(rng, 0, 2) == 0) request.input_sizes = {0, Pick(rng, 0, 100), 32};
+  return request;
+}
+
+bool SamePack(const PackResult& a, const PackResult& b) {
+  if (a.error.kind != b.error.kind || a.error.tensor != b.error.tensor ||
+      a.error.value != b.error.value || a.visit_order != b.visit_order ||
+      a.final_alignment != b.final_alignment) {
+    return false;
+  }
+  if (a.error.kind != PackErrorKind::kNone) return true;
+  if (a.bufsizes != b.bufsizes || a.used != b.used) return false;
+  for (size_t i = 0; i < a.placements.size(); ++i) {
+    const ExirPlacement& p = a.placements[i];
+    const ExirPlacement& q = b.placements[i];
+    if (p.mem_id != q.mem_id || p.object != q.object || p.offset != q.offset) return false;
+  }
+  return true;
+}
+
+// exir's lifetime test (no case for inverted lifetimes) and bytes test.
+bool Apart(const GreedyRequest& request, const PackResult& result) {
+  const auto& tensors = request.tensors;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t j = i + 1; j < tensors.size(); ++j) {
+      if (tensors[i].base != kNoStorageBase || tensors[j].base != kNoStorageBase) continue;
+      const Lifetime& a = tensors[i].lifetime;
+      const Lifetime& b = tensors[j].lifetime;
+      if (a.end < b.start || a.start > b.end) continue;
+      const ExirPlacement& p = result.placements[i];
+      const ExirPlacement& q = result.placements[j];
+      const Size p_size = AlignUp(tensors[i].nbytes, request.alignment);
+      const Size q_size = AlignUp(tensors[j].nbytes, request.alignment);
+      if (p.mem_id == q.mem_id && StorageOverlaps(p.offset, p_size, q.offset, q_size)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void TestGreedy(std::mt19937_64& rng, int rounds) {
+  int successes = 0;
+  for (int round = 0; round < rounds; ++round) {
+    memplan_test::SetContext("greedy round " + std::to_string(round));
+    GreedyRequest request = RandomRequest(rng);
+    for (ExirTensor& tensor : request.tensors) tensor.mem_id = tensor.pinned ? tensor.mem_id : 1;
+    request.search = ObjectSearch::kScan;
+    const PackResult naive = PackGreedy(request);
+    request.search = ObjectSearch::kIndex;
+    const PackResult fast = PackGreedy(request);
+    if (!CHECK(SamePack(fast, naive))) return;
+    if (fast.error.kind == PackErrorKind::kNone) {
+      ++successes;
+      CHECK(Apart(request, fast));
+    }
+  }
+  CHECK(successes > rounds / 4);  // The generator must not only make failures.
+}
+
+void TestBanked(std::mt19937_64& rng, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    memplan_test::SetContext("banked round " + std::to_string(round));
+    BankedRequest request;
+    request.greedy = RandomRequest(rng);
+    const int64_t banks = Pick(rng, 1, 3);
+    for (int64_t b = 0; b < banks; ++b) {
+      request.banks.push_back({b + 1, Pick(rng, 1, 4) * 500, Pick(rng, 0, 1) * 32});
+    }
+    request.greedy.search = ObjectSearch::kScan;
+    const PackResult naive = PackBanked(request);
+    request.greedy.search = ObjectSearch::kIndex;
+    const PackResult fast = PackBanked(request);
+    if (!CHECK(SamePack(fast, naive))) return;
+  }
+}
+
+void TestStorageReuse(std::mt19937_64& rng, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    memplan_test::SetContext("reuse round " + std::to_string(round));
+    ReuseCheckRequest request;
+    const int64_t count = Pick(rng, 0, 40);
+    for (int64_t i = 0; i < count; ++i) {
+      const Time start = Pick(rng, 0, 20);
+      request.tensors.push_back({{start, start + Pick(rng, -1, 6)},
+                                 Pick(rng, 1, 2),
+                                 Pick(rng, 0, 10) * 16,
+                                 Pick(rng, 0, 3) * 16,
+                                 Pick(rng, 0, 2)});
+      request.parents.push_back(i > 0 && Pick(rng, 0, 4) == 0 ? Pick(rng, 0, i - 1) : -1);
+    }
+    request.allow_lifetime_and_storage_overlap = Pick(rng, 0, 1) == 1;
+    request.search = ObjectSearch::kScan;
+    const ReuseCheckResult naive = CheckStorageReuse(request);
+    request.search = ObjectSearch::kIndex;
+    const ReuseCheckResult fast = CheckStorageReuse(request);
+    if (!CHECK_EQ(fast.reuse_pairs, naive.reuse_pairs)) return;
+    if (!CHECK_EQ(fast.violation, naive.violation)) return;
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937_64 rng(14);
+  TestGreedy(rng, 3000);
+  TestBanked(rng, 3000);
+  TestStorageReuse(rng, 3000);
+  return memplan_test::Finish();
+}
