@@ -29,6 +29,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,10 +71,11 @@ def _cell_child(
     workload: Workload,
     repeats: int,
     repeat_limit: float,
+    preparer: Callable[[str, str, Workload], tuple[Callable, ...]] = prepare,
 ) -> None:
     """Runs in the forked child: time rounds, report each, then the peak memory growth."""
     try:
-        setup, run, check = prepare(implementation, algorithm, workload)
+        setup, run, check = preparer(implementation, algorithm, workload)
         # Hand the heap's free pages back to the kernel first: otherwise the plan reuses
         # pages the parent freed, which are resident already, and its growth goes unseen.
         with contextlib.suppress(OSError, AttributeError):
@@ -121,13 +123,16 @@ def run_cell(
     repeats: int,
     budget: float,
     limit: float,
+    preparer: Callable[[str, str, Workload], tuple[Callable, ...]] = prepare,
 ) -> Cell:
     """Time one cell in a forked child: rounds repeat while the next still fits in ``budget``
-    seconds; the child is killed when its first round has not finished after ``limit``."""
+    seconds; the child is killed when its first round has not finished after ``limit``.
+    ``preparer`` makes the cell's (setup, run, check), as ``workloads.prepare`` does."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
-        target=_cell_child, args=(sender, implementation, algorithm, workload, repeats, budget)
+        target=_cell_child,
+        args=(sender, implementation, algorithm, workload, repeats, budget, preparer),
     )
     child.start()
     sender.close()

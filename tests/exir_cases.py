@@ -1,0 +1,503 @@
+"""Inputs for exir's own planners (``executorch.exir.memory_planning.greedy``,
+``executorch.exir.banked_memory_planning.BankedGreedy``, ``Verifier.verify_storage_reuse``)
+and the running of one input through exir's function and ours (needs torch and executorch).
+
+A case is a plain description (:class:`GreedyCase`, :class:`BankedCase`): specs by index,
+each with its dtype, shape, lifetime, incoming alignment, preset ``mem_id``, storage base
+(another spec's index) and device; the planner's arguments; the graph module's
+``input_mem_buffer_sizes``. :func:`build_specs` makes the TensorSpecs once; each run gets
+a deep copy of them (which keeps the ``storage_base`` links between the copies) and a
+graph module of its own (a GraphModule's deep copy drops ``input_mem_buffer_sizes``).
+
+Outcomes name specs by their index in the case, so two runs on different copies compare
+directly: :class:`Planned` (every spec's (mem_id, mem_offset, mem_obj_id), the bufsizes
+and every spec's fields afterwards, which shows the ``realign`` side effect) or
+:class:`Raised` (the exception and the spec fields it left).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from cases import Chooser, generate_lifetime
+from executorch.exir.banked_memory_planning import (
+    Bank,
+    TargetMemoryMap,
+    format_placement_report,
+)
+from executorch.exir.memory_planning import Verifier
+from executorch.exir.schema import DeviceType
+from executorch.exir.tensor import TensorSpec
+from torch.fx import Graph, GraphModule
+
+DTYPES = {"uint8": torch.uint8, "float32": torch.float32, "int64": torch.int64}
+GRAPH_ALIGNMENTS = (1, 8, 16, 24, 64)
+# Incoming spec alignments other than exir's default (16): realign then reorders sizes,
+# which trips greedy's "Allocation specs are not sorted" assertion.
+INCOMING_ALIGNMENTS = (1, 16, 64)
+# A storage base outside the planned specs: the spec that names it can never be resolved.
+EXTERNAL_BASE = -1
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class SpecDescription:
+    """One TensorSpec before planning."""
+
+    numel: int
+    lifetime: tuple[int | None, int | None]
+    dtype: str = "uint8"
+    rows: int = 1  # shape (rows, numel // rows) when > 1 and it divides numel
+    alignment: int = 16  # spec.alignment before planning (TensorSpec's default)
+    mem_id: int | None = None
+    storage_base: int | None = None  # a spec index, or EXTERNAL_BASE
+    storage_base_offset: int = 0
+    device: str = "CPU"
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPES[self.dtype].itemsize
+
+    @property
+    def shape(self) -> list[int]:
+        if self.rows > 1 and self.numel % self.rows == 0:
+            return [self.rows, self.numel // self.rows]
+        return [self.numel]
+
+
+@dataclass(frozen=True)
+class GreedyCase:
+    """``greedy(alignment, specs, graph_module, None, extra_padding,
+    allow_overlapping_allocations=...)`` with the specs in ``order`` (indices)."""
+
+    specs: tuple[SpecDescription, ...]
+    alignment: int = 16
+    extra_padding: int = 0
+    allow_overlapping_allocations: bool = True
+    input_mem_buffer_sizes: tuple[int, ...] | None = None
+    order: tuple[int, ...] | None = None  # None: 0..n-1; an index may repeat
+
+    def visit_order(self) -> tuple[int, ...]:
+        return tuple(range(len(self.specs))) if self.order is None else self.order
+
+
+@dataclass(frozen=True)
+class BankDescription:
+    name: str
+    size: int
+    mem_id: int
+    alignment: int | None = None
+
+
+@dataclass(frozen=True)
+class BankedCase:
+    """``BankedGreedy(TargetMemoryMap(banks), allow_overlapping_allocations)`` called on
+    the greedy case's specs, alignment, graph module and extra_padding."""
+
+    greedy: GreedyCase
+    banks: tuple[BankDescription, ...]
+
+    def target(self) -> TargetMemoryMap:
+        return TargetMemoryMap([Bank(b.name, b.size, b.mem_id, b.alignment) for b in self.banks])
+
+
+def spec(numel: int, lifetime: tuple[int | None, int | None], **fields: Any) -> SpecDescription:
+    """Shorthand for the hand-written cases."""
+    return SpecDescription(numel, lifetime, **fields)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build_specs(descriptions: Sequence[SpecDescription]) -> list[TensorSpec]:
+    specs = []
+    for description in descriptions:
+        tensor_spec = TensorSpec(DTYPES[description.dtype], torch.Size(description.shape))
+        tensor_spec.lifetime = list(description.lifetime)
+        tensor_spec.alignment = description.alignment
+        tensor_spec.mem_id = description.mem_id
+        tensor_spec.device = getattr(DeviceType, description.device)
+        specs.append(tensor_spec)
+    for tensor_spec, description in zip(specs, descriptions, strict=True):
+        if description.storage_base is None:
+            continue
+        if description.storage_base == EXTERNAL_BASE:
+            outside = TensorSpec(torch.uint8, torch.Size([description.numel + 64]))
+            outside.lifetime = list(description.lifetime)
+            tensor_spec.storage_base = outside
+        else:
+            tensor_spec.storage_base = specs[description.storage_base]
+        tensor_spec.storage_base_offset = description.storage_base_offset
+    return specs
+
+
+def graph_module_with(input_mem_buffer_sizes: Sequence[int] | None) -> GraphModule:
+    graph_module = GraphModule(torch.nn.Module(), Graph())
+    if input_mem_buffer_sizes is not None:
+        graph_module.input_mem_buffer_sizes = list(input_mem_buffer_sizes)
+    return graph_module
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+SpecFields = tuple[Any, ...]
+
+
+def _allocated_memory(tensor_spec: TensorSpec) -> int | str:
+    try:
+        return tensor_spec.allocated_memory
+    except Exception as error:  # noqa: BLE001 - an alignment of 0 leaves a spec unsizable
+        return type(error).__name__
+
+
+def spec_fields(specs: Sequence[TensorSpec]) -> tuple[SpecFields, ...]:
+    """Every field a planner may touch, per spec (the storage base by index)."""
+    index = {id(s): i for i, s in enumerate(specs)}
+    return tuple(
+        (
+            s.alignment,
+            _allocated_memory(s),
+            tuple(s.lifetime),
+            s.mem_id,
+            s.mem_offset,
+            s.mem_obj_id,
+            None if s.storage_base is None else index.get(id(s.storage_base), EXTERNAL_BASE),
+            s.storage_base_offset,
+        )
+        for s in specs
+    )
+
+
+@dataclass(frozen=True)
+class Planned:
+    # spec index -> (mem_id, mem_offset, mem_obj_id) from the result's spec_dict
+    placements: dict[int, tuple[int, int, int]]
+    bufsizes: list[int]
+    fields_after: tuple[SpecFields, ...]
+    report: str | None = None  # the bank report (format_placement_report), banked only
+
+
+@dataclass(frozen=True)
+class Raised:
+    error: BaseException
+    fields_before: tuple[SpecFields, ...]
+    fields_after: tuple[SpecFields, ...]
+
+    @property
+    def summary(self) -> tuple[str, str]:
+        return type(self.error).__name__, str(self.error)
+
+
+Outcome = Planned | Raised
+
+
+def capture(
+    call: Callable[[list[TensorSpec], GraphModule], Any],
+    specs: list[TensorSpec],
+    graph_module: GraphModule,
+    report: Callable[[Any], str] | None = None,
+) -> Outcome:
+    """Run a planner on ``specs`` (this run's own copies) and record what it did."""
+    before = spec_fields(specs)
+    try:
+        result = call(specs, graph_module)
+    except Exception as error:  # noqa: BLE001 - the error is the outcome
+        return Raised(error, before, spec_fields(specs))
+    index = {id(s): i for i, s in enumerate(specs)}
+    unknown = [s for s in result.spec_dict if id(s) not in index]
+    assert not unknown, f"spec_dict holds specs that were not planned: {unknown}"
+    placements = {
+        index[id(s)]: (alloc.mem_id, alloc.mem_offset, alloc.mem_obj_id)
+        for s, alloc in result.spec_dict.items()
+    }
+    return Planned(
+        placements,
+        list(result.bufsizes),
+        spec_fields(specs),
+        None if report is None else report(result),
+    )
+
+
+def assert_same_outcome(exir: Outcome, ours: Outcome, case: Any) -> None:
+    """Ours must do what exir did: the same placements, bufsizes and spec fields after; or
+    the same exception (an instance of exir's type, the same message), leaving the spec
+    fields exir leaves (exir has realigned the specs it visited before it raised)."""
+    if isinstance(exir, Raised):
+        assert isinstance(ours, Raised), (
+            f"exir raised {exir.summary}, ours planned {ours}\ncase={case}"
+        )
+        assert isinstance(ours.error, type(exir.error)), (
+            f"exir raised {exir.summary}, ours {ours.summary}\ncase={case}"
+        )
+        assert str(ours.error) == str(exir.error), (
+            f"messages differ:\n  exir: {exir.error}\n  ours: {ours.error}\ncase={case}"
+        )
+        assert ours.fields_after == exir.fields_after, (
+            f"ours raised {ours.summary} leaving other spec fields than exir\n"
+            f"  exir: {exir.fields_after}\n  ours: {ours.fields_after}\ncase={case}"
+        )
+        return
+    assert not isinstance(ours, Raised), f"ours raised {ours.summary}, exir planned\ncase={case}"
+    assert ours.placements == exir.placements, (
+        f"placements differ\n  exir: {exir.placements}\n  ours: {ours.placements}\ncase={case}"
+    )
+    assert ours.bufsizes == exir.bufsizes, (
+        f"bufsizes differ: exir {exir.bufsizes}, ours {ours.bufsizes}\ncase={case}"
+    )
+    assert ours.fields_after == exir.fields_after, (
+        f"spec fields after planning differ\n  exir: {exir.fields_after}\n"
+        f"  ours: {ours.fields_after}\ncase={case}"
+    )
+    assert ours.report == exir.report, f"bank reports differ\n{exir.report}\n{ours.report}"
+
+
+def run_greedy(greedy: Callable[..., Any], case: GreedyCase, specs: list[TensorSpec]) -> Outcome:
+    """``greedy`` on a deep copy of ``specs`` (the case's, built once)."""
+    copies = copy.deepcopy(specs)
+    ordered = [copies[i] for i in case.visit_order()]
+
+    def call(_: list[TensorSpec], graph_module: GraphModule) -> Any:
+        return greedy(
+            case.alignment,
+            ordered,
+            graph_module,
+            None,
+            case.extra_padding,
+            allow_overlapping_allocations=case.allow_overlapping_allocations,
+        )
+
+    return capture(call, copies, graph_module_with(case.input_mem_buffer_sizes))
+
+
+def run_banked(
+    banked_class: Callable[..., Any], case: BankedCase, specs: list[TensorSpec]
+) -> Outcome:
+    """``banked_class(target, allow_overlapping_allocations)`` on a deep copy of ``specs``;
+    the outcome carries the bank report of the plan."""
+    copies = copy.deepcopy(specs)
+    ordered = [copies[i] for i in case.greedy.visit_order()]
+    target = case.target()
+    planner = banked_class(
+        target, allow_overlapping_allocations=case.greedy.allow_overlapping_allocations
+    )
+
+    def call(_: list[TensorSpec], graph_module: GraphModule) -> Any:
+        return planner(
+            case.greedy.alignment, ordered, graph_module, None, case.greedy.extra_padding
+        )
+
+    def report(result: Any) -> str:
+        mem_ids = [alloc.mem_id for alloc in result.spec_dict.values()]
+        return format_placement_report(target, result.bufsizes, mem_ids)
+
+    return capture(call, copies, graph_module_with(case.greedy.input_mem_buffer_sizes), report)
+
+
+# --------------------------------------------------------------------------- generators
+
+
+def _permutation(choose: Chooser, count: int) -> tuple[int, ...]:
+    order = list(range(count))
+    for i in range(count - 1, 0, -1):
+        j = choose.integer(0, i)
+        order[i], order[j] = order[j], order[i]
+    return tuple(order)
+
+
+def _generate_numel(choose: Chooser, tie_pool: Sequence[int]) -> int:
+    kind = choose.choice(["zero", "tie", "tie", "any", "any", "any"])
+    if kind == "zero":
+        return 0
+    if kind == "tie":
+        return choose.choice(tie_pool)
+    return choose.integer(1, 300)
+
+
+def _aligned(nbytes: int, alignment: int) -> int:
+    return -(-nbytes // alignment) * alignment
+
+
+def _storage_backed(
+    choose: Chooser, base_index: int, base: SpecDescription, alignment: int, horizon: int
+) -> SpecDescription:
+    """A uint8 spec inside ``base``: usually aligned and fitting, sometimes neither."""
+    base_bytes = _aligned(base.nbytes, alignment)
+    slots = base_bytes // alignment
+    offset = choose.integer(0, max(0, slots - 1)) * alignment if slots else 0
+    numel = choose.integer(0, max(0, base_bytes - offset))
+    if choose.chance(0.1):  # unaligned offset
+        offset += choose.integer(1, alignment) if alignment > 1 else 0
+    if choose.chance(0.1):  # overruns its base
+        numel += choose.integer(1, 64)
+    start, end = generate_lifetime(choose, [], horizon)
+    if choose.chance(0.5) and base.lifetime[0] is not None:  # the in-place case: base's lifetime
+        start, end = base.lifetime  # type: ignore[assignment]
+    return SpecDescription(
+        numel,
+        (start, end),
+        alignment=base.alignment,
+        mem_id=choose.choice([None, None, base.mem_id, 2]),
+        storage_base=base_index,
+        storage_base_offset=offset,
+    )
+
+
+def generate_greedy_case(choose: Chooser, max_specs: int = 40) -> GreedyCase:
+    """A random input of exir's greedy: ties, zero sizes, empty, identical and touching
+    lifetimes; sometimes preset mem_ids, storage-backed specs (chains, bases outside the
+    specs, cycles, misaligned or overrunning), incoming alignments that realign reorders,
+    extra_padding, input_mem_buffer_sizes, overlapping allocations off, a shuffled order."""
+    count = choose.integer(0, max_specs)
+    alignment = choose.choice(GRAPH_ALIGNMENTS)
+    horizon = choose.integer(0, 2 * count + 2)
+    tie_pool = [choose.integer(1, 300) for _ in range(3)]
+    presets = choose.chance(0.3)
+    mixed_alignments = choose.chance(0.1)
+    storage = choose.chance(0.3)
+    specs: list[SpecDescription] = []
+    lifetimes: list[tuple[int, int]] = []
+    for _ in range(count):
+        if storage and specs and choose.chance(0.25):
+            base_index = choose.integer(0, len(specs) - 1)
+            described = _storage_backed(choose, base_index, specs[base_index], alignment, horizon)
+            if choose.chance(0.05):
+                described = replace(described, storage_base=EXTERNAL_BASE)
+            specs.append(described)
+            continue
+        dtype = choose.choice(["uint8", "uint8", "float32", "int64"])
+        lifetime = generate_lifetime(choose, lifetimes, horizon)
+        lifetimes.append(lifetime)
+        specs.append(
+            SpecDescription(
+                _generate_numel(choose, tie_pool),
+                lifetime,
+                dtype=dtype,
+                rows=choose.choice([1, 1, 2, 3]),
+                alignment=choose.choice(INCOMING_ALIGNMENTS) if mixed_alignments else 16,
+                mem_id=choose.choice([None, None, 1, 2, 3]) if presets else None,
+            )
+        )
+    if storage and count >= 2 and choose.chance(0.1):  # a cycle: 0 -> 1 -> 0
+        specs[0] = replace(specs[0], storage_base=1, storage_base_offset=0)
+        specs[1] = replace(specs[1], storage_base=0, storage_base_offset=0)
+    input_sizes: tuple[int, ...] | None = None
+    if choose.chance(0.25):
+        input_sizes = tuple(choose.integer(0, 500) for _ in range(choose.integer(0, 4)))
+    order: tuple[int, ...] | None = None
+    if choose.chance(0.3):
+        order = _permutation(choose, count)
+    return GreedyCase(
+        specs=tuple(specs),
+        alignment=alignment,
+        extra_padding=choose.integer(1, 100) if choose.chance(0.25) else 0,
+        allow_overlapping_allocations=choose.chance(0.7),
+        input_mem_buffer_sizes=input_sizes,
+        order=order,
+    )
+
+
+def generate_banked_case(choose: Chooser, max_specs: int = 40) -> BankedCase:
+    """A greedy case over 1-3 banks (declared out of id order, sized from a fraction of the
+    demand, with alignments that are multiples of the graph's or, rarely, not), pins to
+    declared and undeclared banks, and rarely a spec on another device."""
+    greedy = generate_greedy_case(choose, max_specs)
+    bank_count = choose.integer(1, 3)
+    mem_ids = list(range(1, 5))
+    chosen_ids = []
+    for _ in range(bank_count):
+        chosen_ids.append(mem_ids.pop(choose.integer(0, len(mem_ids) - 1)))
+    demand = sum(_aligned(s.nbytes, 64) for s in greedy.specs) + 64
+    banks = []
+    for position, mem_id in enumerate(chosen_ids):
+        fraction = choose.choice([0.05, 0.2, 0.5, 1.0])
+        if position == bank_count - 1 and choose.chance(0.8):
+            fraction = choose.choice([1.0, 2.0])
+        alignment: int | None = None
+        if choose.chance(0.4):
+            alignment = greedy.alignment * choose.choice([1, 2, 4])
+            if choose.chance(0.1):
+                alignment += 1  # not a multiple of the graph's alignment
+        banks.append(
+            BankDescription(f"bank{mem_id}", max(1, int(demand * fraction)), mem_id, alignment)
+        )
+    pins = [None, None, None, None, *chosen_ids, 5]  # 5: a mem_id no bank declares
+    specs = [
+        replace(s, mem_id=choose.choice(pins) if choose.chance(0.3) else None)
+        if s.storage_base is None
+        else s
+        for s in greedy.specs
+    ]
+    if specs and choose.chance(0.05):
+        victim = choose.integer(0, len(specs) - 1)
+        specs[victim] = replace(specs[victim], device="CUDA")
+    return BankedCase(replace(greedy, specs=tuple(specs)), tuple(banks))
+
+
+# --------------------------------------------------------------------------- verifier
+
+
+def verifier_over(specs: Sequence[TensorSpec], alloc_graph_input: bool = True) -> Verifier:
+    """exir's Verifier over a graph whose placeholders carry ``specs`` (in that order, the
+    order the verifier pairs them in), each also on a second node to exercise dedup."""
+    graph = Graph()
+    nodes = []
+    for index, tensor_spec in enumerate(specs):
+        node = graph.placeholder(f"t{index}")
+        node.meta["spec"] = tensor_spec
+        nodes.append(node)
+    if specs:
+        again = graph.placeholder("again")
+        again.meta["spec"] = specs[0]
+    graph.output(tuple(nodes))
+    return Verifier(
+        GraphModule(torch.nn.Module(), graph),
+        alloc_graph_input=alloc_graph_input,
+        alloc_graph_output=True,
+        alloc_mutable_buffers=True,
+    )
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A change to one planned spec's fields, to break a plan."""
+
+    index: int
+    field: str
+    value: Any = field(default=None)
+
+
+def apply_mutations(specs: Sequence[TensorSpec], mutations: Sequence[Mutation]) -> None:
+    for mutation in mutations:
+        setattr(specs[mutation.index], mutation.field, mutation.value)
+
+
+def generate_mutations(
+    choose: Chooser, specs: Sequence[TensorSpec], max_mutations: int = 3
+) -> list[Mutation]:
+    """Offsets moved onto another spec's or unset, mem_obj_ids changed or dropped, mem_ids
+    moved."""
+    if not specs:
+        return []
+    mutations = []
+    for _ in range(choose.integer(0, max_mutations)):
+        index = choose.integer(0, len(specs) - 1)
+        other = specs[choose.integer(0, len(specs) - 1)]
+        kind = choose.choice(["offset", "offset", "obj_id", "obj_id_none", "mem_id", "unset"])
+        if kind == "offset":
+            mutations.append(Mutation(index, "mem_offset", other.mem_offset))
+        elif kind == "unset":
+            mutations.append(Mutation(index, "mem_offset", None))
+        elif kind == "obj_id":
+            mutations.append(Mutation(index, "mem_obj_id", other.mem_obj_id))
+        elif kind == "obj_id_none":
+            mutations.append(Mutation(index, "mem_obj_id", None))
+        else:
+            mutations.append(Mutation(index, "mem_id", other.mem_id))
+    return mutations
