@@ -6,17 +6,19 @@ scan; one real export's ``to_executorch``; and ``Verifier.verify_storage_reuse``
     python bench/exir_table.py --counts 1000,10000 --budget 10 --export-layers 4   # quickly
 
 Planner rows: synthetic graphs (``cadence_memplan.synthetic``, about 32 tensors alive at
-once; one uint8 TensorSpec per tensor, alignment 1 before planning, planned at exir's
-alignment 16) at each ``--counts``. ``banked_greedy`` plans over two banks: a fast one of
+once) at each ``--counts``, then the real instances of the MiniMalloc data folder (many
+tensors alive at once; skipped when the folder is absent); one uint8 TensorSpec per
+tensor, alignment 1 before planning, planned at exir's alignment 16. ``banked_greedy`` plans over two banks: a fast one of
 a quarter of the graph's peak-live bytes and a slow one of 1 TiB, so the fast bank fills
 up and tensors spill. Columns: exir's Python; ours with ``occupancy="scan"`` (exir's loops
-over shared objects and their allocations, in C++: the simplest correct port); ours; then
+over shared objects and their allocations, in C++: the simplest correct port); ours (the
+default, ``occupancy="auto"``); then
 the C++ packing alone on the graph's arrays (``cadence_memplan.api.pack_shared_objects``),
 scan and ours: what is left of a TensorSpec call is reading the specs and building exir's
 ``MemoryAlgoResult``.
 Each cell runs in a forked child (bench/table.py's ``run_cell``); exir and the naive scan
-get ``--budget`` seconds per cell, and once a cell is over budget the larger counts are
-not run for it. Every timed plan is checked with ``cadence_memplan.validate``.
+get ``--budget`` seconds per cell, and once a cell is over budget the larger graphs of the
+same kind (synthetic, real) are not run for it. Every timed plan is checked with ``cadence_memplan.validate``.
 
 The export row lowers a transformer encoder (``--export-layers``) with ``to_edge`` and
 times ``to_executorch`` with exir's default memory planning and with
@@ -48,7 +50,7 @@ from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, Verifi
 from executorch.exir.passes import MemoryPlanningPass
 from table import Cell, format_cell, format_ratio, format_seconds, run_cell
 from torch.fx import Graph, GraphModule
-from workloads import Workload, synthetic_workloads
+from workloads import Workload, instance_workloads, synthetic_workloads
 
 import cadence_memplan
 import cadence_memplan.exir
@@ -78,7 +80,7 @@ def _target(workload: Workload) -> TargetMemoryMap:
 
 
 def _planner(implementation: str, algorithm: str, workload: Workload) -> Callable[..., Any]:
-    occupancy = "scan" if implementation == "naive" else "index"
+    occupancy = "scan" if implementation == "naive" else "auto"
     if algorithm == "greedy":
         if implementation == "exir":
             return greedy
@@ -130,7 +132,7 @@ def _core_on_arrays(
             np.zeros(count, dtype=np.int64), none, np.zeros(count, dtype=np.int64),
             alignment=ALIGNMENT, allow_overlapping_allocations=True, extra_padding=0,
             input_sizes=np.zeros(0, dtype=np.int64), banks=banks,
-            occupancy="scan" if implementation == "naive core" else "index",
+            occupancy="scan" if implementation == "naive core" else "auto",
         )  # fmt: skip
 
     def check(packing: Any) -> None:
@@ -171,20 +173,20 @@ def planner_rows(args: argparse.Namespace) -> list[str]:
     counts = tuple(int(n) for n in args.counts.split(","))
     lines = [
         (
-            "| planner | specs | exir (Python) | naive C++ scan | ours | ours vs exir |"
+            "| planner | graph | specs | exir (Python) | naive C++ scan | ours | ours vs exir |"
             " ours vs naive | naive core (arrays) | ours core (arrays) | core vs naive core |"
         ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     print(*lines, sep="\n", flush=True)
-    over_budget: set[tuple[str, str]] = set()
-    workloads = list(synthetic_workloads(counts))
+    over_budget: set[tuple[str, str, str]] = set()
+    workloads = [*synthetic_workloads(counts), *instance_workloads(("real",))]
     for algorithm in ("greedy", "banked_greedy"):
         for workload in workloads:
             workload.specs  # noqa: B018 - built once in the parent; forked cells share it
             cells: dict[str, Cell] = {}
             for implementation in IMPLEMENTATIONS + CORE_IMPLEMENTATIONS:
-                if (implementation, algorithm) in over_budget:
+                if (implementation, algorithm, workload.kind) in over_budget:
                     cells[implementation] = Cell(not_run=True)
                     continue
                 budgeted = implementation in BUDGETED
@@ -194,9 +196,9 @@ def planner_rows(args: argparse.Namespace) -> list[str]:
                 )  # fmt: skip
                 cells[implementation] = cell
                 if cell.over_budget and budgeted:
-                    over_budget.add((implementation, algorithm))
+                    over_budget.add((implementation, algorithm, workload.kind))
             row = [
-                algorithm, f"{workload.tensor_count:,}",
+                algorithm, workload.name, f"{workload.tensor_count:,}",
                 *(format_cell(cells[i]) for i in IMPLEMENTATIONS),
                 format_ratio(cells["exir"], cells["ours"], args.budget),
                 format_ratio(cells["naive"], cells["ours"], args.budget),

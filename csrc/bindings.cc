@@ -200,9 +200,10 @@ std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int
 }
 
 cm::ObjectSearch ToObjectSearch(const std::string& name) {
+  if (name == "auto") return cm::ObjectSearch::kAuto;
   if (name == "index") return cm::ObjectSearch::kIndex;
   if (name == "scan") return cm::ObjectSearch::kScan;
-  throw cm::InvalidInput("occupancy must be 'index' or 'scan', got '" + name + "'");
+  throw cm::InvalidInput("occupancy must be 'auto', 'index' or 'scan', got '" + name + "'");
 }
 
 // The names of cm::PackErrorKind, as cadence_memplan.exir spells them.
@@ -363,9 +364,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("bases"), py::arg("base_offsets"), py::arg("alignment"),
         py::arg("allow_overlapping_allocations"), py::arg("extra_padding"), py::arg("input_sizes"),
         py::arg("bank_mem_ids"), py::arg("bank_sizes"), py::arg("bank_alignments"),
-        py::arg("occupancy") = "index");
+        py::arg("occupancy") = "auto");
   m.def("check_storage_reuse", &CheckStorageReuse, py::arg("starts"), py::arg("ends"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("sizes"), py::arg("mem_obj_ids"),
         py::arg("parents"), py::arg("allow_lifetime_and_storage_overlap"),
-        py::arg("occupancy") = "index");
+        py::arg("occupancy") = "auto");
 }

@@ -31,6 +31,13 @@
 // the smallest blocked object that fits. ObjectSearch::kScan answers the same
 // questions with exir's loops, as the baseline for benchmarks and tests.
 //
+// Listing all k costs more than exir's loops where many allocations are alive
+// at once: the loops stop at the first overlap in each object and often at the
+// first object (pangu: 18,692 tensors, the index alone 3.5x slower than the
+// loops). ObjectSearch::kAuto, the default, therefore scans small memories
+// outright and, in large ones, asks the index only when the allocations so
+// far outnumber the query's window of the index 16 times over.
+//
 // The storage-reuse check counts pairs of tensors whose bytes overlap by a
 // sort per memory (O(n log n)) and looks for a forbidden pair (bytes and
 // lifetimes overlap and neither tensor backs the other, or different
@@ -45,8 +52,9 @@
 
 namespace cadence_memplan {
 
-// How a memory finds the objects a tensor may go into; both give one result.
+// How a memory finds the objects a tensor may go into; all give one result.
 enum class ObjectSearch {
+  kAuto,   // Per memory and per query, the cheaper of the two below (see Find).
   kIndex,  // The allocations alive with the tensor, from LiveAllocationIndex.
   kScan,   // Every allocation of every object, as exir's loops do.
 };
@@ -116,7 +124,13 @@ struct GreedyRequest {
   Size extra_padding = 0;
   // graph_module.input_mem_buffer_sizes, indexed by mem_id (shorter = zeros).
   std::vector<Size> input_sizes;
-  ObjectSearch search = ObjectSearch::kIndex;
+  ObjectSearch search = ObjectSearch::kAuto;
+  // kAuto: a memory with fewer tensors is scanned, with no index built (below
+  // a few thousand, building it costs more than it saves: the crossover on
+  // synthetic graphs lies between 2,000 and 4,000 tensors; G_1 and resnet50,
+  // about 1,000 each, plan faster by scan). Tests lower it to reach the
+  // per-query choice on small problems.
+  int64_t index_minimum_tensors = 3000;
 };
 
 // exir's `greedy`. Throws InvalidInput (planner.h) for input exir cannot
@@ -160,7 +174,7 @@ struct ReuseCheckRequest {
   // checked themselves. Must be acyclic.
   std::vector<int64_t> parents;
   bool allow_lifetime_and_storage_overlap = false;
-  ObjectSearch search = ObjectSearch::kIndex;
+  ObjectSearch search = ObjectSearch::kAuto;
 };
 
 struct ReuseCheckResult {

@@ -96,6 +96,9 @@ void TestGreedy(std::mt19937_64& rng, int rounds) {
     request.search = ObjectSearch::kIndex;
     const PackResult fast = PackGreedy(request);
     if (!CHECK(SamePack(fast, naive))) return;
+    request.search = ObjectSearch::kAuto;
+    request.index_minimum_tensors = 0;  // The per-query choice, not a plain scan.
+    if (!CHECK(SamePack(PackGreedy(request), naive))) return;
     if (fast.error.kind == PackErrorKind::kNone) {
       ++successes;
       CHECK(Apart(request, fast));
@@ -118,6 +121,9 @@ void TestBanked(std::mt19937_64& rng, int rounds) {
     request.greedy.search = ObjectSearch::kIndex;
     const PackResult fast = PackBanked(request);
     if (!CHECK(SamePack(fast, naive))) return;
+    request.greedy.search = ObjectSearch::kAuto;
+    request.greedy.index_minimum_tensors = 0;
+    if (!CHECK(SamePack(PackBanked(request), naive))) return;
   }
 }
 

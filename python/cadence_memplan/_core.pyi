@@ -64,7 +64,7 @@ def pack_shared_objects(
     bank_mem_ids: npt.NDArray[np.int64],
     bank_sizes: npt.NDArray[np.int64],
     bank_alignments: npt.NDArray[np.int64],
-    occupancy: str = "index",
+    occupancy: str = "auto",
 ) -> tuple[
     str,
     int,
@@ -86,5 +86,5 @@ def check_storage_reuse(
     mem_obj_ids: npt.NDArray[np.int64],
     parents: npt.NDArray[np.int64],
     allow_lifetime_and_storage_overlap: bool,
-    occupancy: str = "index",
+    occupancy: str = "auto",
 ) -> tuple[int, bool]: ...

@@ -303,7 +303,7 @@ def pack_shared_objects(
     """exir's shared-object packing on int64 arrays: ``greedy`` when ``banks`` is None, else
     ``BankedGreedy`` over the banks' (mem_ids, sizes, alignments with 0 = the graph's), in
     preference order. ``bases[i]``: the index of tensor i's storage_base, -1 for none, -2
-    for one outside the input. ``occupancy``: "index" (output-sensitive) or "scan" (exir's
+    for one outside the input. ``occupancy``: "auto", "index" (output-sensitive) or "scan" (exir's
     loops in C++). Raises ValueError for input exir could not have produced."""
     bank_arrays = (_EMPTY, _EMPTY, _EMPTY) if banks is None else banks
     return SharedObjectPacking(

@@ -45,7 +45,7 @@ def memory_planning_pass(
     alignment: int = ALIGNMENT,
     allow_overlapping_allocations: bool = True,
     verify_storage_reuse: bool = False,
-    occupancy: ObjectSearch = "index",
+    occupancy: ObjectSearch = "auto",
     **kwargs: Any,
 ) -> MemoryPlanningPass:
     """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
@@ -56,7 +56,7 @@ def memory_planning_pass(
     ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
     ``greedy`` (same errors), with the C++ check."""
     algorithm = greedy
-    if not allow_overlapping_allocations or occupancy != "index":
+    if not allow_overlapping_allocations or occupancy != "auto":
         algorithm = functools.partial(
             greedy,
             allow_overlapping_allocations=allow_overlapping_allocations,

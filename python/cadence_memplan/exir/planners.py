@@ -36,9 +36,10 @@ from .. import api
 
 __all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
 
-ObjectSearch = Literal["index", "scan"]
-# "index": the output-sensitive search; "scan": exir's loops in C++ (the naive baseline).
-OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("index", "scan")
+ObjectSearch = Literal["auto", "index", "scan"]
+# "index": the output-sensitive search; "scan": exir's loops in C++ (the naive baseline);
+# "auto": per memory and per query the cheaper of the two (shared_objects.cc, Find).
+OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "index", "scan")
 
 # Beyond 2^53 bytes exir's math.ceil(nbytes / alignment) rounds through a float, which the
 # integer arithmetic of the core does not reproduce; no real tensor comes near.
@@ -284,7 +285,7 @@ def greedy(
     extra_padding: int = 0,
     *,
     allow_overlapping_allocations: bool = True,
-    occupancy: ObjectSearch = "index",
+    occupancy: ObjectSearch = "auto",
 ) -> MemoryAlgoResult:
     """exir's ``executorch.exir.memory_planning.greedy``, with the same result, side effects
     and exceptions, in time about linear in the number of specs.
@@ -335,7 +336,7 @@ class BankedGreedy(exir_banked.BankedGreedy):
         target: exir_banked.TargetMemoryMap,
         allow_overlapping_allocations: bool = True,
         *,
-        occupancy: ObjectSearch = "index",
+        occupancy: ObjectSearch = "auto",
     ) -> None:
         super().__init__(target, allow_overlapping_allocations)
         if occupancy not in OBJECT_SEARCHES:

@@ -124,7 +124,7 @@ def verify_storage_reuse(
     verifier: Verifier,
     allow_lifetime_and_storage_overlap: bool = False,
     *,
-    occupancy: ObjectSearch = "index",
+    occupancy: ObjectSearch = "auto",
 ) -> int:
     """``verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap)``, fast: the
     number of spec pairs whose storage overlaps, or exir's ``InternalError`` for a pair it
