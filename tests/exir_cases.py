@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-from cases import Chooser, generate_lifetime
+from cases import Chooser, generate_lifetime, generate_size
 from executorch.exir.banked_memory_planning import (
     Bank,
     TargetMemoryMap,
@@ -311,15 +311,6 @@ def _permutation(choose: Chooser, count: int) -> tuple[int, ...]:
     return tuple(order)
 
 
-def _generate_numel(choose: Chooser, tie_pool: Sequence[int]) -> int:
-    kind = choose.choice(["zero", "tie", "tie", "any", "any", "any"])
-    if kind == "zero":
-        return 0
-    if kind == "tie":
-        return choose.choice(tie_pool)
-    return choose.integer(1, 300)
-
-
 def _aligned(nbytes: int, alignment: int) -> int:
     return -(-nbytes // alignment) * alignment
 
@@ -376,7 +367,7 @@ def generate_greedy_case(choose: Chooser, max_specs: int = 40) -> GreedyCase:
         lifetimes.append(lifetime)
         specs.append(
             SpecDescription(
-                _generate_numel(choose, tie_pool),
+                generate_size(choose, tie_pool),  # the element count
                 lifetime,
                 dtype=dtype,
                 rows=choose.choice([1, 1, 2, 3]),
