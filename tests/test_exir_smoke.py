@@ -173,3 +173,17 @@ def test_pass_plans_like_exirs_default() -> None:
     exir_program, _ = _planned_graph_module(MemoryPlanningPass())
     our_program, _ = _planned_graph_module(ours.memory_planning_pass(verify_storage_reuse=True))
     assert our_program.buffer == exir_program.buffer
+
+
+def test_unknown_occupancy_is_refused_before_any_spec_changes() -> None:
+    specs = _specs(1)
+    before = [(spec.alignment, spec.mem_id, spec.mem_offset) for spec in specs]
+    message = "occupancy must be one of"
+    with pytest.raises(ValueError, match=message):
+        ours.greedy(16, specs, _GraphModule(), None, occupancy="fast")  # type: ignore[arg-type]
+    target = exir_banked.TargetMemoryMap([exir_banked.Bank("fast", 1 << 20, mem_id=1)])
+    with pytest.raises(ValueError, match=message):
+        ours.BankedGreedy(target, occupancy="fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        ours.verify_storage_reuse(None, occupancy="fast")  # type: ignore[arg-type]
+    assert [(spec.alignment, spec.mem_id, spec.mem_offset) for spec in specs] == before

@@ -55,6 +55,12 @@ _element_sizes: dict[torch.dtype, int] = {}
 _torch_element_size: Callable[[torch.dtype], int] = torch._utils._element_size
 
 
+def check_object_search(occupancy: str) -> None:
+    """The one check of an ``occupancy`` argument, for the planners and the verifier."""
+    if occupancy not in OBJECT_SEARCHES:
+        raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
+
+
 class _NotExact(Exception):
     """The specs hold something the arrays cannot carry; exir's own function plans them."""
 
@@ -150,8 +156,6 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         offset_array = np.zeros(count, dtype=np.int64)
     else:
         index_of = {id(spec): index for index, spec in enumerate(specs)}
-        if len(index_of) != count:
-            raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
         base_array = _int64(-1 if base is None else index_of.get(id(base), -2) for base in bases)
         offset_array = _int64(
             0 if base is None else spec.storage_base_offset
@@ -160,7 +164,7 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         if np.abs(offset_array).max() >= _EXACT_LIMIT:
             raise _NotExact
     if len(set(map(id, specs))) != count:
-        raise _NotExact
+        raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
     return _Specs(
         specs,
         lifetime_array[0::2].copy(),
@@ -196,8 +200,6 @@ def _pack(
     occupancy: str,
     banks: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
 ) -> api.SharedObjectPacking:
-    if occupancy not in OBJECT_SEARCHES:
-        raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
     _exact_int(alignment, 1, _EXACT_LIMIT - 1)
     _exact_int(extra_padding, 1 - _EXACT_LIMIT, _EXACT_LIMIT - 1)
     if banks is not None and any(len(values) and values.max() >= _EXACT_LIMIT for values in banks):
@@ -292,6 +294,7 @@ def greedy(
 
     ``occupancy="scan"`` runs exir's loops over shared objects and allocations in C++ (the
     simplest correct port, for comparison); every choice gives the same result."""
+    check_object_search(occupancy)
     spec_list = list(specs)
     try:
         with _gc_paused():
@@ -339,8 +342,7 @@ class BankedGreedy(exir_banked.BankedGreedy):
         occupancy: ObjectSearch = "auto",
     ) -> None:
         super().__init__(target, allow_overlapping_allocations)
-        if occupancy not in OBJECT_SEARCHES:
-            raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
+        check_object_search(occupancy)
         self.occupancy = occupancy
 
     def __call__(

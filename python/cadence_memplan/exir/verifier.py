@@ -21,13 +21,9 @@ from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
-from .planners import OBJECT_SEARCHES, ObjectSearch
+from .planners import ObjectSearch, _NotExact, check_object_search
 
 __all__ = ["verify_storage_reuse"]
-
-
-class _NotExact(Exception):
-    pass
 
 
 class _MemoizedSignature:
@@ -129,8 +125,7 @@ def verify_storage_reuse(
     """``verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap)``, fast: the
     number of spec pairs whose storage overlaps, or exir's ``InternalError`` for a pair it
     rejects. ``occupancy="scan"`` compares every pair in C++ (the naive baseline)."""
-    if occupancy not in OBJECT_SEARCHES:
-        raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
+    check_object_search(occupancy)
     specs = _specs_of(verifier)
     try:
         arrays = _arrays(specs)
