@@ -334,7 +334,8 @@ class ObjectPool {
   std::vector<Allocation>* where_;
   ObjectSearch search_;
   std::vector<Size> object_sizes_;
-  // kIndex: the index, object sizes, and per-query scratch stamped by query_.
+  // kIndex and kAuto: the index, object sizes, and per-query scratch stamped
+  // by query_.
   LiveAllocationIndex index_;
   ObjectSizeTree sizes_;
   std::vector<int64_t> blocked_stamp_;
