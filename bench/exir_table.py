@@ -112,25 +112,20 @@ def _core_on_arrays(
     """The C++ packing alone, on the workload's arrays (what ``cadence_memplan.exir``
     calls once it has read the specs): the rest of a TensorSpec call is marshalling."""
     starts, ends, sizes = workload.arrays
-    count = len(sizes)
-    none = np.full(count, -1, dtype=np.int64)
+    tensors = api.exir_tensors(len(sizes))
+    tensors["lifetime"]["start"] = starts
+    tensors["lifetime"]["end"] = ends
+    tensors["sort_size"] = tensors["nbytes"] = sizes
     banks = None
     if algorithm == "banked_greedy":
         target_banks = _target(workload).banks
-        banks = tuple(
-            np.array(values, dtype=np.int64)
-            for values in (
-                [bank.mem_id for bank in target_banks],
-                [bank.size for bank in target_banks],
-                [bank.alignment or 0 for bank in target_banks],
-            )
-        )
+        banks = np.zeros(len(target_banks), dtype=api.BANK_DTYPE)
+        for field in ("mem_id", "size", "alignment"):
+            banks[field] = [getattr(bank, field) or 0 for bank in target_banks]
 
     def run() -> Any:
         return api.pack_shared_objects(
-            starts, ends, sizes, sizes, np.ones(count, dtype=np.int64),
-            np.zeros(count, dtype=np.int64), none, np.zeros(count, dtype=np.int64),
-            alignment=ALIGNMENT, allow_overlapping_allocations=True, extra_padding=0,
+            tensors, alignment=ALIGNMENT, allow_overlapping_allocations=True, extra_padding=0,
             input_sizes=np.zeros(0, dtype=np.int64), banks=banks,
             occupancy="scan" if implementation == "naive core" else "auto",
         )  # fmt: skip

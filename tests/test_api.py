@@ -229,3 +229,64 @@ def test_package_ships_type_information():
     }
     public = {name for name in dir(_core) if not name.startswith("_")}
     assert declared == public
+
+
+def test_the_extension_takes_keywords_only_and_names_its_results():
+    """Swapped positional arguments cannot type-check by accident: the core refuses them."""
+    from cadence_memplan import _core
+
+    empty = np.zeros(0, dtype=np.int64)
+    with pytest.raises(TypeError):
+        _core.validate(empty, empty, empty, empty, empty, np.array([8]), np.array([1]))
+    result = cadence_memplan.plan([0], [1], [4], [8], [4], preplaced=None)
+    assert result.call_bufsizes.tolist() == [0, 4]
+
+
+def test_exir_records_of_another_layout_are_refused_not_cast():
+    from cadence_memplan import api
+
+    foreign = np.zeros(1, dtype=[("start", "<i8"), ("end", "<i8"), ("size", "<i8")])
+    with pytest.raises(TypeError):
+        api.pack_shared_objects(
+            foreign,
+            alignment=16,
+            allow_overlapping_allocations=True,
+            extra_padding=0,
+            input_sizes=np.zeros(0, dtype=np.int64),
+            banks=None,
+            occupancy="auto",
+        )
+    tensors = api.exir_tensors(1)
+    tensors["lifetime"]["end"] = 3
+    tensors["sort_size"] = tensors["nbytes"] = 40
+    packing = api.pack_shared_objects(
+        tensors,
+        alignment=16,
+        allow_overlapping_allocations=True,
+        extra_padding=0,
+        input_sizes=np.zeros(0, dtype=np.int64),
+        banks=None,
+        occupancy="auto",
+    )
+    assert (packing.error, packing.offsets.tolist(), packing.bufsizes.tolist()) == (
+        "",
+        [0],
+        [0, 48],
+    )
+
+
+@pytest.mark.parametrize(
+    "size", [2, 1023, 1024, 1536, 10**6, (5 << 30) + 12345, (3 << 40) + 1, (1 << 62) - 1]
+)
+def test_the_cores_failure_note_reads_like_format_bytes(size: int) -> None:
+    """The core writes the failure's peak-live note; it must name sizes as Python does."""
+    from cadence_memplan.stats import format_bytes
+
+    with pytest.raises(cadence_memplan.PlanningError) as raised:
+        plan([0, 0], [0, 0], [size, 0], [size - 1, size - 1], [1, 1])
+    total = 2 * (size - 1)
+    verdict = "more than" if size > total else "within"
+    assert str(raised.value).endswith(
+        f"peak-live lower bound: {format_bytes(size)} ({size:,} bytes) must be alive at once,"
+        f" {verdict} the {format_bytes(total)} ({total:,} bytes) the memories hold in all"
+    )

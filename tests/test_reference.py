@@ -31,6 +31,7 @@ def as_lists(result: cadence_memplan.PlanResult) -> tuple[Any, ...]:
         result.mem_ids.tolist(),
         result.offsets.tolist(),
         result.bufsizes.tolist(),
+        result.call_bufsizes.tolist(),
         [order.tolist() for order in result.memory_order],
     )
 

@@ -81,10 +81,10 @@ def our_placers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     core_calls = 0
     core_plan = _core.plan
 
-    def counting_core_plan(*args: Any) -> Any:
+    def counting_core_plan(**kwargs: Any) -> Any:
         nonlocal core_calls
         core_calls += 1
-        return core_plan(*args)
+        return core_plan(**kwargs)
 
     monkeypatch.setattr(_core, "plan", counting_core_plan)
     yield

@@ -268,7 +268,7 @@ BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
     }
   }
   if (best_cost.empty()) {
-    if (first_failure) throw *first_failure;
+    if (first_failure) throw WithPeakLiveNote(request, *first_failure);
     throw InvalidInput("no candidate plan passes Validate: " + first_problem);
   }
 

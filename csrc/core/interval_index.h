@@ -36,8 +36,6 @@
 
 namespace cadence_memplan {
 
-using Slot = int64_t;  // Identifies one lifetime of a SlotLayout; 0..size-1.
-
 // The distinct start times of the non-empty lifetimes, ascending.
 class TimeAxis {
  public:

@@ -1,6 +1,7 @@
 #include "planner.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <utility>
@@ -104,8 +105,8 @@ std::string CheckRequest(const PlanRequest& request) {
 
 namespace {
 
-// Slots (interval_index.h): already-placed tensor j is slot j, tensor i to
-// place is slot placed.size() + i (the same numbering as ListEntry).
+// Slots as types.h numbers them: already-placed tensor j is slot j, tensor i
+// to place is slot placed.size() + i.
 class Planner {
  public:
   Planner(const PlanRequest& request, Algorithm algorithm)
@@ -120,6 +121,7 @@ class Planner {
         attempts_(memory_count_ + 1) {
     result_.placements.resize(request.tensors.size());
     result_.bufsizes.assign(memory_count_ + 1, 0);
+    result_.call_bufsizes.assign(memory_count_ + 1, 0);
     result_.occupancy = request.occupancy == Occupancy::kAuto ? ChooseOccupancy(table_.lifetimes)
                                                               : request.occupancy;
     if (result_.occupancy != Occupancy::kScan) table_.layout.emplace(table_.lifetimes);
@@ -187,9 +189,12 @@ class Planner {
     members_[mem_id].push_back(slot);
     occupancy_[mem_id]->Insert(slot);
     if (table_.slots[slot].size == 0) holds_zero_size_[mem_id] = true;
-    Size& bufsize = result_.bufsizes[mem_id];
-    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offset, table_.slots[slot].size),
-                                        request_.memories[mem_id - 1].alignment));
+    const Size end = AlignUp(SaturatingAdd(offset, table_.slots[slot].size),
+                             request_.memories[mem_id - 1].alignment);
+    result_.bufsizes[mem_id] = std::max(result_.bufsizes[mem_id], end);
+    if (slot >= placed_count_) {
+      result_.call_bufsizes[mem_id] = std::max(result_.call_bufsizes[mem_id], end);
+    }
   }
 
   bool Fits(MemId mem_id, Offset offset, Size size) const {
@@ -429,7 +434,43 @@ std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors) {
 PlanResult Plan(const PlanRequest& request, Algorithm algorithm) {
   if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
   Planner planner(request, algorithm);
-  return planner.Run(UpstreamOrder(request.tensors));
+  try {
+    return planner.Run(UpstreamOrder(request.tensors));
+  } catch (const PlanningFailure& failure) {
+    throw WithPeakLiveNote(request, failure);
+  }
+}
+
+PlanningFailure WithPeakLiveNote(const PlanRequest& request, const PlanningFailure& failure) {
+  std::vector<std::pair<Time, Size>> events;  // (time, +size at a start, -size after an end)
+  const auto add = [&](const Tensor& tensor) {
+    if (tensor.lifetime.empty()) return;
+    events.push_back({tensor.lifetime.start, tensor.size});
+    events.push_back({SaturatingAdd(tensor.lifetime.end, 1), -tensor.size});
+  };
+  for (const PlacedTensor& placed : request.placed) add(placed.tensor);
+  for (const Tensor& tensor : request.tensors) add(tensor);
+  std::sort(events.begin(), events.end());  // At one time, ends before starts.
+  // Saturating: the bytes alive may add up past 2^63. Once saturated the
+  // bound is no longer exact, which the note then says.
+  Size live = 0, bound = 0;
+  for (const auto& [time, delta] : events) {
+    live = delta > 0 ? SaturatingAdd(live, delta) : std::max<Size>(0, live + delta);
+    bound = std::max(bound, live);
+  }
+  Size total = 0;
+  for (const Memory& memory : request.memories) total = SaturatingAdd(total, memory.size);
+  constexpr Size kSaturated = std::numeric_limits<Size>::max();
+  const auto describe = [&](Size bytes) {
+    return StrCat(bytes == kSaturated ? "at least " : "", FormatBytes(bytes), " (",
+                  WithThousands(bytes), " bytes)");
+  };
+  return PlanningFailure(
+      failure.tensor(),
+      StrCat(failure.what(), "\n  peak-live lower bound: ", describe(bound),
+             " must be alive at once, ", bound > total ? "more than" : "within", " the ",
+             describe(total), " ",
+             request.memories.size() == 1 ? "the one memory holds" : "the memories hold in all"));
 }
 
 PlanResult PlanInOrder(const PlanRequest& request, Algorithm algorithm,

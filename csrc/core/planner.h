@@ -77,18 +77,17 @@ struct PlanRequest {
 // milliseconds of planning, so a poll costs nothing measurable.
 inline constexpr int64_t kInterruptCheckInterval = 4096;
 
-// Entries of PlanResult::memory_order: ids 0..placed.size()-1 name the
-// already-placed tensors, placed.size() + i names tensor i.
-using ListEntry = int64_t;
-
 struct PlanResult {
   std::vector<Placement> placements;  // One per tensor.
   // Indexed by memory id 0..N (0 stays 0): the largest aligned end of any
   // tensor in the memory, placed before or during the call.
   std::vector<Size> bufsizes;
-  // Indexed by memory id 0..N: the memory's list order after the call, as
-  // upstream leaves `state.allocated_buffers[m]`.
-  std::vector<std::vector<ListEntry>> memory_order;
+  // The same over this call's tensors alone: what upstream's place_spec
+  // raises `state.bufsizes` to, since it sees only the tensors it places.
+  std::vector<Size> call_bufsizes;
+  // Indexed by memory id 0..N: the memory's list order after the call, in
+  // slots (types.h), as upstream leaves `state.allocated_buffers[m]`.
+  std::vector<std::vector<Slot>> memory_order;
   // The occupancy used: the request's, or what kAuto chose. Never kAuto.
   Occupancy occupancy = Occupancy::kAuto;
 };
@@ -120,15 +119,22 @@ class Interrupted : public std::runtime_error {
 std::string CheckRequest(const PlanRequest& request);
 
 // Plans every tensor of `request`. Throws InvalidInput (CheckRequest failed),
-// PlanningFailure or Interrupted. Deterministic: the result depends only on the request.
+// PlanningFailure (its message ends with WithPeakLiveNote's note) or
+// Interrupted. Deterministic: the result depends only on the request.
 PlanResult Plan(const PlanRequest& request, Algorithm algorithm);
+
+// `failure` with a note appended to its message: how many bytes must be alive
+// at once (the peak-live lower bound over every tensor of the request, placed
+// ones included), against what the memories hold in all. What a user needs to
+// size the memories; computed only once a plan has failed.
+PlanningFailure WithPeakLiveNote(const PlanRequest& request, const PlanningFailure& failure);
 
 // Upstream's visit order: by size, largest first, ties in input order.
 std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors);
 
 // Plan() with the tensors visited in `order`, a permutation of their indexes,
 // instead of UpstreamOrder: the same placers on another order, as the
-// portfolio search of best.h tries them.
+// portfolio search of best.h tries them. Its failures carry no note.
 PlanResult PlanInOrder(const PlanRequest& request, Algorithm algorithm,
                        const std::vector<TensorIndex>& order);
 

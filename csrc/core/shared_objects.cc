@@ -487,9 +487,9 @@ bool LayOut(const GreedyRequest& request, const std::map<int64_t, ObjectPool>& p
     auto& offsets = object_offsets[mem_id];
     for (int64_t object = 0; object < pool.object_count(); ++object) {
       offsets.push_back(total);
-      if (__builtin_add_overflow(total, pool.object_size(object), &total)) return false;
+      if (!CheckedAdd(total, pool.object_size(object), &total)) return false;
     }
-    if (padded(mem_id, pool) && __builtin_add_overflow(total, request.extra_padding, &total)) {
+    if (padded(mem_id, pool) && !CheckedAdd(total, request.extra_padding, &total)) {
       return false;
     }
     result->bufsizes[mem_id] = total;
@@ -498,7 +498,7 @@ bool LayOut(const GreedyRequest& request, const std::map<int64_t, ObjectPool>& p
     if (where[t].object < 0) continue;
     const Offset object_offset = object_offsets[mem_of[t]][where[t].object];
     Offset offset = 0;
-    if (__builtin_add_overflow(object_offset, where[t].offset, &offset)) return false;
+    if (!CheckedAdd(object_offset, where[t].offset, &offset)) return false;
     result->placements[t] = {mem_of[t], where[t].object, offset};
   }
   return true;

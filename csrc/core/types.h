@@ -23,6 +23,10 @@ using Size = int64_t;         // A byte count.
 using MemId = int32_t;        // 1..kMaxMemories; 0 = not placed.
 using TensorIndex = int64_t;  // Position of a tensor in the caller's input.
 using MemoryMask = uint64_t;  // Bit m set <=> memory id m is in the set.
+// One tensor of a planning call, in the one numbering every component uses:
+// the already-placed tensors are slots 0..P-1 in the caller's order, tensor i
+// to place is slot P + i. PlanResult::memory_order lists slots.
+using Slot = int64_t;
 
 // Bit 0 of a MemoryMask stands for the reserved id 0, so 63 memories fit.
 inline constexpr MemId kMaxMemories = 63;
@@ -83,13 +87,24 @@ struct PlacedTensor {
   Placement placement;
 };
 
-// Saturating arithmetic: results that would overflow become INT64_MAX, which
-// is larger than any valid memory size, so "does it fit?" stays exact.
+// The one overflow check of the core: a + b into *sum, or false (and *sum
+// untouched) when the sum does not fit in int64. Portable C++ (no compiler
+// builtins), so every compiler of the wheels builds it.
+inline bool CheckedAdd(int64_t a, int64_t b, int64_t* sum) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if ((b > 0 && a > kMax - b) || (b < 0 && a < kMin - b)) return false;
+  *sum = a + b;
+  return true;
+}
+
+// Saturating arithmetic: results that would overflow become INT64_MAX (or
+// INT64_MIN), which is larger than any valid memory size, so "does it fit?"
+// stays exact.
 inline int64_t SaturatingAdd(int64_t a, int64_t b) {
-  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return a + b;
+  int64_t sum = 0;
+  if (CheckedAdd(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
 // ceil(value / alignment) * alignment for value >= 0, alignment > 0,

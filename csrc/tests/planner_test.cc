@@ -178,7 +178,7 @@ void TestHandMade() {
   PlanResult p = Plan(Basic(), Algorithm::kPositionBasedGreedy);
   CHECK_EQ(p.placements, (std::vector<Placement>{{1, 0}, {1, 32}, {1, 0}}));
   CHECK_EQ(p.bufsizes, (std::vector<Size>{0, 64, 0}));
-  CHECK_EQ(p.memory_order, (std::vector<std::vector<ListEntry>>{{}, {2, 1, 0}, {}}));
+  CHECK_EQ(p.memory_order, (std::vector<std::vector<Slot>>{{}, {2, 1, 0}, {}}));
 
   // Touching lifetimes conflict: [0,5] and [5,9] may not share bytes.
   PlanRequest touch;
@@ -211,10 +211,10 @@ void TestHandMade() {
   gaps.tensors = {{{2, 3}, 32}};
   p = Plan(gaps, Algorithm::kGreedyByHeuristic);
   CHECK_EQ(p.placements, (std::vector<Placement>{{1, 64}}));
-  CHECK_EQ(p.memory_order[1], (std::vector<ListEntry>{0, 2, 1}));
+  CHECK_EQ(p.memory_order[1], (std::vector<Slot>{0, 2, 1}));
   p = Plan(gaps, Algorithm::kPositionBasedGreedy);  // First fit instead.
   CHECK_EQ(p.placements, (std::vector<Placement>{{1, 0}}));
-  CHECK_EQ(p.memory_order[1], (std::vector<ListEntry>{0, 1, 2}));
+  CHECK_EQ(p.memory_order[1], (std::vector<Slot>{0, 1, 2}));
   memplan_test::SetContext("");
 }
 

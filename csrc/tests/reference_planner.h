@@ -66,7 +66,7 @@ inline MemoryMask AllMemories(int count) {
 }
 
 struct Entry {
-  ListEntry id;
+  Slot id;
   Lifetime lifetime;
   Wide size;
   Wide offset;
@@ -79,7 +79,8 @@ struct RefFailure {
 struct RefResult {
   std::vector<Placement> placements;
   std::vector<Size> bufsizes;
-  std::vector<std::vector<ListEntry>> memory_order;
+  std::vector<Size> call_bufsizes;  // place_spec's raises during the call alone.
+  std::vector<std::vector<Slot>> memory_order;
 };
 
 // Only for requests that CheckRequest accepts. Run throws RefFailure where the
@@ -90,10 +91,11 @@ class Reference {
       : r_(request), n_(static_cast<MemId>(request.memories.size())), lists_(n_ + 1) {
     placements_.resize(request.tensors.size());
     bufsizes_.assign(n_ + 1, 0);
+    call_bufsizes_.assign(n_ + 1, 0);
     for (size_t j = 0; j < request.placed.size(); ++j) {
       const PlacedTensor& p = request.placed[j];
       Append(p.placement.mem_id,
-             {static_cast<ListEntry>(j), p.tensor.lifetime, p.tensor.size, p.placement.offset});
+             {static_cast<Slot>(j), p.tensor.lifetime, p.tensor.size, p.placement.offset});
     }
   }
 
@@ -115,6 +117,7 @@ class Reference {
     RefResult result;
     result.placements = placements_;
     result.bufsizes = bufsizes_;
+    result.call_bufsizes = call_bufsizes_;
     result.memory_order.resize(n_ + 1);
     for (MemId m = 1; m <= n_; ++m) {
       for (const Entry& e : lists_[m]) result.memory_order[m].push_back(e.id);
@@ -133,8 +136,8 @@ class Reference {
     return AlignUpExact(offset + size, Alignment(m)) <= r_.memories[m - 1].size;
   }
   Entry Candidate(TensorIndex i, Wide offset) const {
-    return {static_cast<ListEntry>(r_.placed.size()) + i, r_.tensors[i].lifetime,
-            r_.tensors[i].size, offset};
+    return {static_cast<Slot>(r_.placed.size()) + i, r_.tensors[i].lifetime, r_.tensors[i].size,
+            offset};
   }
   // state.get_overlapping_spec: the first list entry overlapping in lifetime AND storage.
   const Entry* FirstOverlapping(MemId m, const Entry& e) const {
@@ -154,6 +157,8 @@ class Reference {
   }
   void Place(TensorIndex i, MemId m, Wide offset) {
     Append(m, Candidate(i, offset));
+    const Wide end = AlignUpExact(offset + r_.tensors[i].size, Alignment(m));
+    if (end > call_bufsizes_[m]) call_bufsizes_[m] = static_cast<Size>(end);
     placements_[i] = {m, static_cast<Offset>(offset)};
   }
 
@@ -219,6 +224,7 @@ class Reference {
   std::vector<std::vector<Entry>> lists_;
   std::vector<Placement> placements_;
   std::vector<Size> bufsizes_;
+  std::vector<Size> call_bufsizes_;
 };
 
 inline std::string Describe(const PlanRequest& r) {
@@ -405,6 +411,9 @@ inline Comparison CompareOccupancy(PlanRequest request, Algorithm algorithm, Occ
   } else {
     c.problem = Mismatch("placements", actual->placements, expected->placements);
     if (c.problem.empty()) c.problem = Mismatch("bufsizes", actual->bufsizes, expected->bufsizes);
+    if (c.problem.empty()) {
+      c.problem = Mismatch("call bufsizes", actual->call_bufsizes, expected->call_bufsizes);
+    }
     if (c.problem.empty()) {
       c.problem = Mismatch("memory orders", actual->memory_order, expected->memory_order);
     }

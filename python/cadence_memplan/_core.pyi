@@ -1,4 +1,6 @@
-"""Type stubs for the C++ extension. Call it through cadence_memplan's public functions."""
+"""Type stubs for the C++ extension. Call it through cadence_memplan's public functions
+(api.py is its only caller). Every function takes keyword arguments only and returns its
+results by name."""
 
 from typing import Literal
 
@@ -7,13 +9,65 @@ import numpy.typing as npt
 
 MAX_MEMORIES: int
 MAX_BYTE_VALUE: int
+# The core's structs as numpy record dtypes (csrc/core/shared_objects.h).
+EXIR_TENSOR_DTYPE: np.dtype[np.void]
+BANK_DTYPE: np.dtype[np.void]
+REUSE_TENSOR_DTYPE: np.dtype[np.void]
+NO_STORAGE_BASE: int
+OUTSIDE_STORAGE_BASE: int
 
-class PlanningError(RuntimeError):
-    """A tensor fits in no memory; ``tensor_index`` is its position in the input."""
+class PlanOutput:
+    """What plan() decided, by name."""
 
-    tensor_index: int
+    @property
+    def mem_ids(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def bufsizes(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def call_bufsizes(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def memory_order(self) -> tuple[npt.NDArray[np.int64], ...]: ...
+    @property
+    def occupancy(self) -> Literal["interval", "tree", "scan"]: ...
+    @property
+    def strategy(self) -> str | None: ...
+
+class SharedObjectPacking:
+    """What pack_shared_objects() decided, by name."""
+
+    @property
+    def error(self) -> str: ...
+    @property
+    def error_tensor(self) -> int: ...
+    @property
+    def error_value(self) -> int: ...
+    @property
+    def visit_order(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def mem_ids(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def objects(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def bufsizes(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def final_alignment(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def used(self) -> npt.NDArray[np.int64]: ...
+
+class StorageReuse:
+    """What check_storage_reuse() found, by name."""
+
+    @property
+    def reuse_pairs(self) -> int: ...
+    @property
+    def violation(self) -> bool: ...
 
 def plan(
+    *,
     algorithm: str,
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
@@ -29,17 +83,11 @@ def plan(
     placed_offsets: npt.NDArray[np.int64],
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
-    occupancy: str = "auto",
-    budget_ms: float = 5000.0,
-) -> tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    list[npt.NDArray[np.int64]],
-    Literal["interval", "tree", "scan"],
-    str,
-]: ...
+    occupancy: str,
+    budget_ms: float,
+) -> PlanOutput: ...
 def validate(
+    *,
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
     sizes: npt.NDArray[np.int64],
@@ -49,42 +97,19 @@ def validate(
     memory_alignments: npt.NDArray[np.int64],
 ) -> str: ...
 def pack_shared_objects(
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    sort_sizes: npt.NDArray[np.int64],
-    nbytes: npt.NDArray[np.int64],
-    mem_ids: npt.NDArray[np.int64],
-    pinned: npt.NDArray[np.int64],
-    bases: npt.NDArray[np.int64],
-    base_offsets: npt.NDArray[np.int64],
+    *,
+    tensors: npt.NDArray[np.void],
     alignment: int,
     allow_overlapping_allocations: bool,
     extra_padding: int,
     input_sizes: npt.NDArray[np.int64],
-    bank_mem_ids: npt.NDArray[np.int64],
-    bank_sizes: npt.NDArray[np.int64],
-    bank_alignments: npt.NDArray[np.int64],
-    occupancy: str = "auto",
-) -> tuple[
-    str,
-    int,
-    int,
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-]: ...
+    banks: npt.NDArray[np.void],
+    occupancy: str,
+) -> SharedObjectPacking: ...
 def check_storage_reuse(
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    mem_ids: npt.NDArray[np.int64],
-    offsets: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    mem_obj_ids: npt.NDArray[np.int64],
+    *,
+    tensors: npt.NDArray[np.void],
     parents: npt.NDArray[np.int64],
     allow_lifetime_and_storage_overlap: bool,
-    occupancy: str = "auto",
-) -> tuple[int, bool]: ...
+    occupancy: str,
+) -> StorageReuse: ...

@@ -53,12 +53,13 @@ class Preplaced(NamedTuple):
 class PlanResult:
     """Where :func:`cadence_memplan.plan` put each tensor.
 
-    ``bufsizes`` and ``memory_order`` are indexed by memory id ``0..N`` like
-    upstream's ``MemoryPlanningState`` (id 0 is reserved and stays empty).
+    ``bufsizes``, ``call_bufsizes`` and ``memory_order`` are indexed by memory id ``0..N``
+    like upstream's ``MemoryPlanningState`` (id 0 is reserved and stays empty).
     ``memory_order[m]`` is memory m's list order after the call, in *slots*: entries below
     ``len(preplaced)`` name preplaced tensors, ``len(preplaced) + i`` names tensor i.
     ``bufsizes[m]`` is the aligned end of the highest tensor in memory m, preplaced
-    tensors included. ``occupancy`` is the structure that answered the placers (what
+    tensors included; ``call_bufsizes[m]`` the same over this call's tensors alone (what
+    upstream's ``place_spec`` raises ``state.bufsizes`` to). ``occupancy`` is the structure that answered the placers (what
     ``occupancy="auto"`` chose), or None for a plan that did not come from the C++ core.
     ``strategy`` says how ``algorithm="best"`` found its plan (placer and visit order),
     and is None for the other algorithms.
@@ -67,6 +68,7 @@ class PlanResult:
     mem_ids: npt.NDArray[np.int64]
     offsets: npt.NDArray[np.int64]
     bufsizes: npt.NDArray[np.int64]
+    call_bufsizes: npt.NDArray[np.int64]
     memory_order: tuple[npt.NDArray[np.int64], ...]
     occupancy: Occupancy | None = None
     strategy: str | None = None

@@ -2,13 +2,14 @@
 
 Used by the array API, the pure-Python reference, the drop-in classes (on a
 ``MemoryConfig``) and the command line (on ``--memory``, memory config files and MiniMalloc
-CSV fields). The C++ core checks its input again on its own (csrc/bindings.cc,
+CSV fields). The C++ core checks its input again on its own (csrc/bindings/,
 csrc/core/planner.cc); ``MAX_MEMORIES`` and ``MAX_BYTE_VALUE`` are its limits, and
 tests/test_api.py holds the two copies equal.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -85,3 +86,20 @@ def check_memories(
                 raise ValueError(
                     f"{prefix}memory {index + 1}: {what} {value!r} is not an integer in [1, 2^62]"
                 )
+
+
+def check_budget(budget_ms: object) -> float:
+    """``budget_ms`` as a float, or ValueError unless it is a number >= 0."""
+    try:
+        budget = float(budget_ms)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        budget = math.nan
+    if not budget >= 0:  # NaN too
+        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
+    return budget
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
+    """The one check of a string option (``algorithm``, ``occupancy``) at the public API."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")

@@ -1,13 +1,11 @@
 """The array API: plan and validate tensors given as integer arrays. The only caller of the
-C++ extension (``_core``): it checks and converts the input, calls the core with the GIL
-released, and turns the core's failures into :class:`PlanningError` with the peak-live
-bound attached."""
+C++ extension (``_core``): it checks the public API's options, converts the input to int64
+arrays and calls the core (which releases the GIL) by keyword, reading its results by
+name. The core's failures arrive as :class:`PlanningError`, the peak-live bound stated."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -18,21 +16,26 @@ from ._types import (
     OCCUPANCIES,
     Algorithm,
     Occupancy,
-    PlanningError,
     PlanResult,
     Preplaced,
 )
-from ._validation import MAX_MEMORIES, as_int64
-from .stats import format_bytes, peak_live_bytes
+from ._validation import MAX_MEMORIES, as_int64, check_budget, check_choice
 
 __all__ = [
+    "BANK_DTYPE",
+    "EXIR_TENSOR_DTYPE",
+    "NO_STORAGE_BASE",
+    "OUTSIDE_STORAGE_BASE",
+    "REUSE_TENSOR_DTYPE",
     "SharedObjectPacking",
+    "StorageReuse",
     "allowed_mask",
     "blocked_masks",
     "check_storage_reuse",
+    "exir_tensors",
     "pack_shared_objects",
     "plan",
-    "plan_int64",
+    "plan_prepared",
     "validate",
 ]
 
@@ -76,31 +79,7 @@ def allowed_mask(allowed: npt.ArrayLike | None, memory_count: int) -> int:
     return sum(1 << (index + 1) for index, ok in enumerate(vector.tolist()) if ok)
 
 
-def _failure(
-    error: _core.PlanningError,
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    preplaced: Preplaced,
-    memory_sizes: npt.NDArray[np.int64],
-) -> PlanningError:
-    """The core's message, plus how many bytes must be alive at once (computed only now)."""
-    bound = peak_live_bytes(
-        np.concatenate([np.asarray(preplaced.starts, np.int64), starts]),
-        np.concatenate([np.asarray(preplaced.ends, np.int64), ends]),
-        np.concatenate([np.asarray(preplaced.sizes, np.int64), sizes]),
-    )
-    total = int(memory_sizes.sum())
-    verdict = "more than" if bound > total else "within"
-    holders = "the one memory holds" if len(memory_sizes) == 1 else "the memories hold in all"
-    message = (
-        f"{error}\n  peak-live lower bound: {format_bytes(bound)} ({bound:,} bytes) must be"
-        f" alive at once, {verdict} the {format_bytes(total)} ({total:,} bytes) {holders}"
-    )
-    return PlanningError(message, error.tensor_index)
-
-
-def plan_int64(
+def plan_prepared(
     algorithm: Algorithm,
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
@@ -115,39 +94,38 @@ def plan_int64(
     occupancy: Occupancy = "auto",
     budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> PlanResult:
-    """:func:`plan` on input already converted (int64 arrays, bit masks): the drop-in
-    classes' way in. ``preplaced`` holds int64 arrays; ``incoming_offsets`` may be empty."""
-    if occupancy not in OCCUPANCIES:
-        raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
-    try:
-        budget = float(budget_ms)
-    except (TypeError, ValueError):
-        budget = math.nan
-    if not budget >= 0:  # NaN too
-        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
-    try:
-        mem_ids, offsets, bufsizes, memory_order, chosen, strategy = _core.plan(
-            algorithm,
-            starts,
-            ends,
-            sizes,
-            memory_sizes,
-            memory_alignments,
-            blocked,
-            allowed,
-            np.asarray(preplaced.starts, dtype=np.int64),
-            np.asarray(preplaced.ends, dtype=np.int64),
-            np.asarray(preplaced.sizes, dtype=np.int64),
-            np.asarray(preplaced.mem_ids, dtype=np.int64),
-            np.asarray(preplaced.offsets, dtype=np.int64),
-            incoming_offsets,
-            keep_incoming_offset,
-            occupancy,
-            budget,
-        )
-    except _core.PlanningError as error:
-        raise _failure(error, starts, ends, sizes, preplaced, memory_sizes) from None
-    return PlanResult(mem_ids, offsets, bufsizes, tuple(memory_order), chosen, strategy or None)
+    """:func:`plan` on input already prepared (int64 arrays, bit masks, choices checked by
+    the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
+    ``incoming_offsets`` may be empty. The core checks every value again and raises
+    ValueError or :class:`PlanningError` (its message states the peak-live bound)."""
+    core = _core.plan(
+        algorithm=algorithm,
+        starts=starts,
+        ends=ends,
+        sizes=sizes,
+        memory_sizes=memory_sizes,
+        memory_alignments=memory_alignments,
+        blocked=blocked,
+        allowed=allowed,
+        placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
+        placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
+        placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
+        placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
+        placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
+        incoming_offsets=incoming_offsets,
+        keep_incoming_offset=keep_incoming_offset,
+        occupancy=occupancy,
+        budget_ms=budget_ms,
+    )
+    return PlanResult(
+        mem_ids=core.mem_ids,
+        offsets=core.offsets,
+        bufsizes=core.bufsizes,
+        call_bufsizes=core.call_bufsizes,
+        memory_order=core.memory_order,
+        occupancy=core.occupancy,
+        strategy=core.strategy,
+    )
 
 
 def plan(
@@ -203,8 +181,9 @@ def plan(
     Raises ValueError or TypeError for bad input and :class:`PlanningError` when a tensor
     fits nowhere; the error names the tensor, every memory tried, and the peak-live bound.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    check_choice("occupancy", occupancy, OCCUPANCIES)
+    budget = check_budget(budget_ms)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
@@ -220,7 +199,7 @@ def plan(
     placed = Preplaced(
         *(as_int64(f"preplaced.{field}", getattr(given, field)) for field in Preplaced._fields)
     )
-    return plan_int64(
+    return plan_prepared(
         algorithm,
         starts_array,
         as_int64("ends", ends),
@@ -233,7 +212,7 @@ def plan(
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
         occupancy,
-        budget_ms,
+        budget,
     )
 
 
@@ -253,103 +232,84 @@ def validate(
     inclusive lifetime overlaps its own.
     """
     problem = _core.validate(
-        as_int64("starts", starts),
-        as_int64("ends", ends),
-        as_int64("sizes", sizes),
-        as_int64("mem_ids", mem_ids),
-        as_int64("offsets", offsets),
-        as_int64("memory_sizes", memory_sizes),
-        as_int64("memory_alignments", memory_alignments),
+        starts=as_int64("starts", starts),
+        ends=as_int64("ends", ends),
+        sizes=as_int64("sizes", sizes),
+        mem_ids=as_int64("mem_ids", mem_ids),
+        offsets=as_int64("offsets", offsets),
+        memory_sizes=as_int64("memory_sizes", memory_sizes),
+        memory_alignments=as_int64("memory_alignments", memory_alignments),
     )
     return problem or None
 
 
-class SharedObjectPacking(NamedTuple):
-    """What the core's port of exir's ``greedy`` / ``BankedGreedy`` decided (arrays per
-    tensor, in input order, except ``visit_order`` and the per-bank ``used``).
+# exir's tensors, banks and finished plans as the core reads them: structured arrays whose
+# dtypes are the core's own structs (csrc/core/shared_objects.h: ExirTensor, Bank,
+# ReuseTensor), so their fields are listed only there.
+EXIR_TENSOR_DTYPE: np.dtype[np.void] = _core.EXIR_TENSOR_DTYPE
+BANK_DTYPE: np.dtype[np.void] = _core.BANK_DTYPE
+REUSE_TENSOR_DTYPE: np.dtype[np.void] = _core.REUSE_TENSOR_DTYPE
+# ExirTensor.base for a tensor without storage_base, and for one whose storage_base is not
+# among the tensors (exir reports it as unresolvable).
+NO_STORAGE_BASE: int = _core.NO_STORAGE_BASE
+OUTSIDE_STORAGE_BASE: int = _core.OUTSIDE_STORAGE_BASE
+_NO_BANKS = np.zeros(0, dtype=BANK_DTYPE)
+# The results of pack_shared_objects and check_storage_reuse, read by name.
+SharedObjectPacking = _core.SharedObjectPacking
+StorageReuse = _core.StorageReuse
 
-    ``error`` is "" on success, else the name of exir's failure (``csrc/core/shared_objects.h``,
-    ``PackErrorKind``) with the tensor and value its message names."""
 
-    error: str
-    error_tensor: int
-    error_value: int
-    visit_order: npt.NDArray[np.int64]
-    mem_ids: npt.NDArray[np.int64]
-    objects: npt.NDArray[np.int64]
-    offsets: npt.NDArray[np.int64]
-    bufsizes: npt.NDArray[np.int64]
-    final_alignment: npt.NDArray[np.int64]
-    used: npt.NDArray[np.int64]
+def exir_tensors(count: int) -> npt.NDArray[np.void]:
+    """``count`` ExirTensor records for :func:`pack_shared_objects` to fill: no storage
+    base, memory 1, not pinned, everything else 0."""
+    tensors = np.zeros(count, dtype=EXIR_TENSOR_DTYPE)
+    tensors["mem_id"] = 1
+    tensors["base"] = NO_STORAGE_BASE
+    return tensors
 
 
 def pack_shared_objects(
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    sort_sizes: npt.NDArray[np.int64],
-    nbytes: npt.NDArray[np.int64],
-    mem_ids: npt.NDArray[np.int64],
-    pinned: npt.NDArray[np.int64],
-    bases: npt.NDArray[np.int64],
-    base_offsets: npt.NDArray[np.int64],
+    tensors: npt.NDArray[np.void],
     *,
     alignment: int,
     allow_overlapping_allocations: bool,
     extra_padding: int,
     input_sizes: npt.NDArray[np.int64],
-    banks: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+    banks: npt.NDArray[np.void] | None,
     occupancy: str,
 ) -> SharedObjectPacking:
-    """exir's shared-object packing on int64 arrays: ``greedy`` when ``banks`` is None, else
-    ``BankedGreedy`` over the banks' (mem_ids, sizes, alignments with 0 = the graph's), in
-    preference order. ``bases[i]``: the index of tensor i's storage_base, -1 for none, -2
-    for one outside the input. ``occupancy``: "auto", "index" (output-sensitive) or "scan" (exir's
-    loops in C++). Raises ValueError for input exir could not have produced."""
-    bank_arrays = (_EMPTY, _EMPTY, _EMPTY) if banks is None else banks
-    return SharedObjectPacking(
-        *_core.pack_shared_objects(
-            starts,
-            ends,
-            sort_sizes,
-            nbytes,
-            mem_ids,
-            pinned,
-            bases,
-            base_offsets,
-            alignment,
-            allow_overlapping_allocations,
-            extra_padding,
-            input_sizes,
-            *bank_arrays,
-            occupancy,
-        )
+    """exir's shared-object packing on ExirTensor records (:func:`exir_tensors`): ``greedy``
+    when ``banks`` is None, else ``BankedGreedy`` over the BANK_DTYPE records (alignment 0
+    = the graph's), in preference order. ``occupancy``: "auto", "index"
+    (output-sensitive) or "scan" (exir's loops in C++). The result's ``error`` is "" on
+    success, else the name of exir's failure (``PackErrorKind`` in
+    csrc/core/shared_objects.h) with the tensor and value its message names. Raises
+    ValueError for input exir could not have produced."""
+    return _core.pack_shared_objects(
+        tensors=tensors,
+        alignment=alignment,
+        allow_overlapping_allocations=allow_overlapping_allocations,
+        extra_padding=extra_padding,
+        input_sizes=input_sizes,
+        banks=_NO_BANKS if banks is None else banks,
+        occupancy=occupancy,
     )
 
 
 def check_storage_reuse(
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    mem_ids: npt.NDArray[np.int64],
-    offsets: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    mem_obj_ids: npt.NDArray[np.int64],
+    tensors: npt.NDArray[np.void],
     parents: npt.NDArray[np.int64],
     *,
     allow_lifetime_and_storage_overlap: bool,
     occupancy: str,
-) -> tuple[int, bool]:
-    """exir's ``Verifier.verify_storage_reuse`` on int64 arrays: (pairs of tensors whose bytes
-    overlap, whether a pair exir rejects exists). ``parents`` links tensors (nodes 0..n-1)
-    and further storage bases to their storage_base, -1 at a root."""
-    count, violation = _core.check_storage_reuse(
-        starts,
-        ends,
-        mem_ids,
-        offsets,
-        sizes,
-        mem_obj_ids,
-        parents,
-        allow_lifetime_and_storage_overlap,
-        occupancy,
+) -> StorageReuse:
+    """exir's ``Verifier.verify_storage_reuse`` on REUSE_TENSOR_DTYPE records: the pairs of
+    tensors whose bytes overlap (``reuse_pairs``) and whether a pair exir rejects exists
+    (``violation``). ``parents`` links tensors (nodes 0..n-1) and further storage bases to
+    their storage_base, -1 at a root."""
+    return _core.check_storage_reuse(
+        tensors=tensors,
+        parents=parents,
+        allow_lifetime_and_storage_overlap=allow_lifetime_and_storage_overlap,
+        occupancy=occupancy,
     )
-    return int(count), bool(violation)

@@ -274,10 +274,15 @@ def plan(
                 index,
             )
 
+    call_bufsizes = [0] * len(memories.bufsizes)
+    for index, (mem_id, offset) in enumerate(zip(mem_ids, offsets, strict=True)):
+        end = _align_up(offset + tensor_sizes[index], memories.alignments[mem_id])
+        call_bufsizes[mem_id] = max(call_bufsizes[mem_id], end)
     return PlanResult(
         mem_ids=np.array(mem_ids, dtype=np.int64),
         offsets=np.array(offsets, dtype=np.int64),
         bufsizes=np.array(memories.bufsizes, dtype=np.int64),
+        call_bufsizes=np.array(call_bufsizes, dtype=np.int64),
         memory_order=tuple(np.array(order, dtype=np.int64) for order in memories.members),
     )
 

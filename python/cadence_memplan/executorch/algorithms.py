@@ -26,8 +26,8 @@ from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAl
 from executorch.exir.tensor import TensorSpec
 
 from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, Preplaced
-from .._validation import MAX_MEMORIES, as_int64, check_memories
-from ..api import allowed_mask, plan_int64
+from .._validation import MAX_MEMORIES, as_int64, check_choice, check_memories
+from ..api import allowed_mask, plan_prepared
 
 __all__ = [
     "BestOfHierarchy",
@@ -101,8 +101,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         choice gives the same plan: the tests run each)."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
-        if occupancy not in OCCUPANCIES:
-            raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
+        check_choice("occupancy", occupancy, OCCUPANCIES)
         self.occupancy = occupancy
         super().__init__(memory_config, *args, **kwargs)
 
@@ -161,7 +160,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         )
         sizes_array = as_int64("spec sizes", sizes)
         try:
-            result = plan_int64(
+            result = plan_prepared(
                 self.algorithm,
                 as_int64("spec lifetime starts", starts),
                 as_int64("spec lifetime ends", ends),
@@ -200,13 +199,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 everything[k] for k in result.memory_order[mem_id].tolist()
             ]
         # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
-        # call; the core's bufsizes also count the already-placed tensors.
-        tensor_ends = result.offsets + sizes_array
-        memory_alignment = np.concatenate([[1], alignments])[result.mem_ids]
-        aligned_ends = -(-tensor_ends // memory_alignment) * memory_alignment
-        new_bufsizes = np.zeros(memory_count + 1, dtype=np.int64)
-        np.maximum.at(new_bufsizes, result.mem_ids, aligned_ends)
-        for mem_id, bufsize in enumerate(new_bufsizes.tolist()):
+        # call: the core's call_bufsizes.
+        for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
             if mem_id:
                 state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
 

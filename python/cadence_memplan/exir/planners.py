@@ -101,17 +101,10 @@ def _exact_int(value: object, low: int, high: int) -> int:
 
 @dataclass
 class _Specs:
-    """The specs, once, as the core's arrays (csrc/core/shared_objects.h, ExirTensor)."""
+    """The specs, once, as the core's ExirTensor records (csrc/core/shared_objects.h)."""
 
     specs: list[TensorSpec]
-    starts: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-    sort_sizes: npt.NDArray[np.int64]
-    nbytes: npt.NDArray[np.int64]
-    mem_ids: npt.NDArray[np.int64]
-    pinned: npt.NDArray[np.int64]
-    bases: npt.NDArray[np.int64]
-    base_offsets: npt.NDArray[np.int64]
+    tensors: npt.NDArray[np.void]
 
 
 def _read_specs(specs: list[TensorSpec]) -> _Specs:
@@ -127,8 +120,9 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
     rows = list(map(_read_fields, specs))
+    tensors = api.exir_tensors(count)
     if not rows:
-        return _Specs(specs, *([_EMPTY] * 8))
+        return _Specs(specs, tensors)
     lifetimes, shapes, dtypes, alignments, mem_ids, bases = zip(*rows, strict=True)
     if any(len(lifetime) != 2 for lifetime in lifetimes):
         raise _NotExact
@@ -142,40 +136,44 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         or old_alignments.max() >= _EXACT_LIMIT
     ):
         raise _NotExact
-    unpinned = mem_ids.count(None)
-    if unpinned == count:
-        pinned = np.zeros(count, dtype=np.int64)
-        mem_id_array = np.ones(count, dtype=np.int64)
-    else:
-        pinned = np.array([mem_id is not None for mem_id in mem_ids], dtype=np.int64)
+    # exir_tensors' defaults stand for unset mem_ids (memory 1, not pinned) and storage bases.
+    if mem_ids.count(None) != count:
+        tensors["pinned"] = [mem_id is not None for mem_id in mem_ids]
         mem_id_array = _int64(1 if mem_id is None else mem_id for mem_id in mem_ids)
         if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
             raise _NotExact
-    if bases.count(None) == count:
-        base_array = np.full(count, -1, dtype=np.int64)
-        offset_array = np.zeros(count, dtype=np.int64)
-    else:
+        tensors["mem_id"] = mem_id_array
+    if bases.count(None) != count:
         index_of = {id(spec): index for index, spec in enumerate(specs)}
-        base_array = _int64(-1 if base is None else index_of.get(id(base), -2) for base in bases)
+        tensors["base"] = _int64(
+            api.NO_STORAGE_BASE
+            if base is None
+            else index_of.get(id(base), api.OUTSIDE_STORAGE_BASE)
+            for base in bases
+        )
         offset_array = _int64(
             0 if base is None else spec.storage_base_offset
             for spec, base in zip(specs, bases, strict=True)
         )
         if np.abs(offset_array).max() >= _EXACT_LIMIT:
             raise _NotExact
+        tensors["base_offset"] = offset_array
     if len(set(map(id, specs))) != count:
         raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
-    return _Specs(
-        specs,
-        lifetime_array[0::2].copy(),
-        lifetime_array[1::2].copy(),
-        -(-nbytes // old_alignments) * old_alignments,  # allocated_memory before realign
-        nbytes,
-        mem_id_array,
-        pinned,
-        base_array,
-        offset_array,
-    )
+    tensors["lifetime"]["start"] = lifetime_array[0::2]
+    tensors["lifetime"]["end"] = lifetime_array[1::2]
+    tensors["sort_size"] = -(-nbytes // old_alignments) * old_alignments  # before realign
+    tensors["nbytes"] = nbytes
+    return _Specs(specs, tensors)
+
+
+def _bank_records(banks: list[exir_banked.Bank]) -> npt.NDArray[np.void]:
+    """A TargetMemoryMap's banks as the core's Bank records (alignment 0: the graph's)."""
+    records = np.zeros(len(banks), dtype=api.BANK_DTYPE)
+    records["mem_id"] = _int64(bank.mem_id for bank in banks)
+    records["size"] = _int64(bank.size for bank in banks)
+    records["alignment"] = _int64(bank.alignment or 0 for bank in banks)
+    return records
 
 
 def _input_sizes(graph_module: torch.fx.GraphModule) -> npt.NDArray[np.int64]:
@@ -198,21 +196,17 @@ def _pack(
     graph_module: torch.fx.GraphModule,
     allow_overlapping_allocations: bool,
     occupancy: str,
-    banks: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+    banks: npt.NDArray[np.void] | None,
 ) -> api.SharedObjectPacking:
     _exact_int(alignment, 1, _EXACT_LIMIT - 1)
     _exact_int(extra_padding, 1 - _EXACT_LIMIT, _EXACT_LIMIT - 1)
-    if banks is not None and any(len(values) and values.max() >= _EXACT_LIMIT for values in banks):
+    if banks is not None and any(
+        len(banks) and banks[field].max() >= _EXACT_LIMIT
+        for field in ("mem_id", "size", "alignment")
+    ):
         raise _NotExact  # a bank of 2^53 bytes or more: exir's Python ints
     packing = api.pack_shared_objects(
-        read.starts,
-        read.ends,
-        read.sort_sizes,
-        read.nbytes,
-        read.mem_ids,
-        read.pinned,
-        read.bases,
-        read.base_offsets,
+        read.tensors,
         alignment=alignment,
         allow_overlapping_allocations=bool(allow_overlapping_allocations),
         extra_padding=extra_padding,
@@ -243,10 +237,11 @@ def _raise_storage_error(read: _Specs, packing: api.SharedObjectPacking) -> None
     if not packing.error:
         return
     if packing.error == "unresolvable_storage":
+        bases = read.tensors["base"]
         unresolved = [
             read.specs[index]
             for index in packing.visit_order.tolist()
-            if read.bases[index] != -1 and packing.objects[index] < 0
+            if bases[index] != api.NO_STORAGE_BASE and packing.objects[index] < 0
         ]
         raise InternalError(
             "Circular or unresolvable storage_base dependency chain: "
@@ -370,11 +365,7 @@ class BankedGreedy(exir_banked.BankedGreedy):
                     graph_module,
                     self.allow_overlapping_allocations,
                     self.occupancy,
-                    (
-                        _int64(bank.mem_id for bank in banks),
-                        _int64(bank.size for bank in banks),
-                        _int64(bank.alignment or 0 for bank in banks),
-                    ),
+                    _bank_records(banks),
                 )
         except _NotExact:
             # The checks and realignments above are idempotent: exir repeats them.

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
@@ -65,7 +66,8 @@ def _as_int(value: Any) -> int:
     return value
 
 
-def _arrays(specs: list[TensorSpec]) -> tuple[Any, ...]:
+def _records(specs: list[TensorSpec]) -> tuple[npt.NDArray[np.void], npt.NDArray[np.int64]]:
+    """The specs as the core's ReuseTensor records, and their storage chains' parents."""
     count = len(specs)
     if len({spec.mem_obj_id is None for spec in specs}) > 1:
         raise _NotExact  # exir raises "Specs do not agree ..." at its first such pair
@@ -110,10 +112,14 @@ def _arrays(specs: list[TensorSpec]) -> tuple[Any, ...]:
             if len(extra) > 4 * count + 16:
                 raise _NotExact  # a cycle outside the specs
             child, base = node, base.storage_base
-    return tuple(
-        np.array(values, dtype=np.int64)
-        for values in (starts, ends, checked_mem_ids, offsets, sizes, mem_obj_ids, parents)
-    )
+    tensors = np.zeros(count, dtype=api.REUSE_TENSOR_DTYPE)
+    tensors["lifetime"]["start"] = starts
+    tensors["lifetime"]["end"] = ends
+    tensors["mem_id"] = checked_mem_ids
+    tensors["offset"] = offsets
+    tensors["size"] = sizes
+    tensors["mem_obj_id"] = mem_obj_ids
+    return tensors, np.array(parents, dtype=np.int64)
 
 
 def verify_storage_reuse(
@@ -128,12 +134,14 @@ def verify_storage_reuse(
     check_object_search(occupancy)
     specs = _specs_of(verifier)
     try:
-        arrays = _arrays(specs)
-        pairs, violation = api.check_storage_reuse(
-            *arrays,
+        tensors, parents = _records(specs)
+        found = api.check_storage_reuse(
+            tensors,
+            parents,
             allow_lifetime_and_storage_overlap=bool(allow_lifetime_and_storage_overlap),
             occupancy=occupancy,
         )
+        pairs, violation = found.reuse_pairs, found.violation
     except (_NotExact, OverflowError, ValueError):  # ValueError: a storage_base cycle
         violation = True
     if violation:

@@ -1,0 +1,186 @@
+// Planning: `plan` (both placers and `best`) and `validate`, on int64 arrays.
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings/convert.h"
+#include "core/best.h"
+#include "core/validator.h"
+
+namespace cadence_memplan::bindings {
+namespace {
+
+// What `plan` returns, by name (cadence_memplan.api turns it into a PlanResult).
+struct PlanOutput {
+  py::array_t<int64_t> mem_ids, offsets, bufsizes, call_bufsizes;
+  py::tuple memory_order;
+  std::string occupancy;
+  py::object strategy;  // How "best" found its plan; None for the upstream placers.
+};
+
+std::vector<Tensor> ToTensors(const Int64Array& starts, const Int64Array& ends,
+                              const Int64Array& sizes, const char* what) {
+  RequireOneDimensional(what, starts);
+  RequireLength("ends", ends, starts.size());
+  RequireLength("sizes", sizes, starts.size());
+  const auto start = starts.unchecked<1>(), end = ends.unchecked<1>(), size = sizes.unchecked<1>();
+  std::vector<Tensor> tensors(starts.size());
+  for (py::ssize_t i = 0; i < starts.size(); ++i) tensors[i] = {{start(i), end(i)}, size(i)};
+  return tensors;
+}
+
+std::vector<Memory> ToMemories(const Int64Array& sizes, const Int64Array& alignments) {
+  RequireOneDimensional("memory_sizes", sizes);
+  RequireLength("memory_alignments", alignments, sizes.size());
+  std::vector<Memory> memories(sizes.size());
+  for (py::ssize_t m = 0; m < sizes.size(); ++m) memories[m] = {sizes.at(m), alignments.at(m)};
+  return memories;
+}
+
+// Out-of-range ids become 0, which CheckRequest and Validate report as not a memory id.
+MemId ToMemId(int64_t mem_id) {
+  return mem_id >= 1 && mem_id <= kMaxMemories ? static_cast<MemId>(mem_id) : kNotPlaced;
+}
+
+// The names of Occupancy, as the Python API spells them.
+constexpr std::pair<Occupancy, const char*> kOccupancyNames[] = {
+    {Occupancy::kAuto, "auto"},
+    {Occupancy::kIntervalIndex, "interval"},
+    {Occupancy::kSegmentTree, "tree"},
+    {Occupancy::kScan, "scan"},
+};
+
+Occupancy ToOccupancy(const std::string& name) {
+  for (const auto& [occupancy, spelled] : kOccupancyNames) {
+    if (name == spelled) return occupancy;
+  }
+  throw InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name + "'");
+}
+
+const char* OccupancyName(Occupancy occupancy) {
+  for (const auto& [value, spelled] : kOccupancyNames) {
+    if (value == occupancy) return spelled;
+  }
+  return "?";
+}
+
+std::string AlgorithmName(Algorithm algorithm) {
+  return algorithm == Algorithm::kPositionBasedGreedy ? "position" : "heuristic";
+}
+
+PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
+                const Int64Array& sizes, const Int64Array& memory_sizes,
+                const Int64Array& memory_alignments, const MaskArray& blocked, uint64_t allowed,
+                const Int64Array& placed_starts, const Int64Array& placed_ends,
+                const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
+                const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
+                bool keep_incoming_offset, const std::string& occupancy, double budget_ms) {
+  const bool best = algorithm == "best";
+  Algorithm placer = Algorithm::kPositionBasedGreedy;
+  if (algorithm == "heuristic") {
+    placer = Algorithm::kGreedyByHeuristic;
+  } else if (algorithm != "position" && !best) {
+    throw InvalidInput("algorithm must be 'position', 'heuristic' or 'best', got '" + algorithm +
+                       "'");
+  }
+  PlanRequest request;
+  request.occupancy = ToOccupancy(occupancy);
+  request.tensors = ToTensors(starts, ends, sizes, "starts");
+  request.memories = ToMemories(memory_sizes, memory_alignments);
+  request.blocked = ToVector(blocked, "blocked");
+  request.allowed = allowed;
+  request.incoming_offsets = ToVector(incoming_offsets, "incoming_offsets");
+  request.keep_incoming_offset = keep_incoming_offset;
+  const std::vector<Tensor> placed =
+      ToTensors(placed_starts, placed_ends, placed_sizes, "placed_starts");
+  RequireLength("placed_mem_ids", placed_mem_ids, placed_starts.size());
+  RequireLength("placed_offsets", placed_offsets, placed_starts.size());
+  request.placed.resize(placed.size());
+  for (size_t j = 0; j < placed.size(); ++j) {
+    request.placed[j] = {placed[j], {ToMemId(placed_mem_ids.at(j)), placed_offsets.at(j)}};
+  }
+
+  // Ctrl-C: Python runs signal handlers only in the main thread and only
+  // with the GIL, so take it back now and then to let them run. A handler
+  // that raises (KeyboardInterrupt) leaves its exception set; Interrupted
+  // then unwinds the core and error_already_set re-raises that exception.
+  request.interrupted = [] {
+    py::gil_scoped_acquire acquire;
+    return PyErr_CheckSignals() != 0;
+  };
+  PlanResult result;
+  std::string strategy;
+  try {
+    py::gil_scoped_release release;
+    if (best) {
+      BestOptions options;
+      options.budget_ms = budget_ms;
+      BestResult found = PlanBest(request, options);
+      result = std::move(found.plan);
+      strategy = AlgorithmName(found.algorithm) + " placer, tensors ordered by " + found.order;
+    } else {
+      result = cadence_memplan::Plan(request, placer);
+    }
+  } catch (const Interrupted&) {
+    throw py::error_already_set();
+  }
+
+  const size_t count = result.placements.size();
+  std::vector<int64_t> mem_ids(count), offsets(count);
+  for (size_t i = 0; i < count; ++i) {
+    mem_ids[i] = result.placements[i].mem_id;
+    offsets[i] = result.placements[i].offset;
+  }
+  py::tuple memory_order(result.memory_order.size());
+  for (size_t m = 0; m < result.memory_order.size(); ++m) {
+    memory_order[m] = ToArray(std::move(result.memory_order[m]));
+  }
+  return {ToArray(std::move(mem_ids)),
+          ToArray(std::move(offsets)),
+          ToArray(std::move(result.bufsizes)),
+          ToArray(std::move(result.call_bufsizes)),
+          std::move(memory_order),
+          OccupancyName(result.occupancy),
+          best ? py::object(py::str(strategy)) : py::object(py::none())};
+}
+
+std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
+                     const Int64Array& mem_ids, const Int64Array& offsets,
+                     const Int64Array& memory_sizes, const Int64Array& memory_alignments) {
+  const std::vector<Tensor> tensors = ToTensors(starts, ends, sizes, "starts");
+  const std::vector<Memory> memories = ToMemories(memory_sizes, memory_alignments);
+  RequireLength("mem_ids", mem_ids, starts.size());
+  RequireLength("offsets", offsets, starts.size());
+  std::vector<Placement> placements(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    placements[i] = {ToMemId(mem_ids.at(i)), offsets.at(i)};
+  }
+  py::gil_scoped_release release;
+  return cadence_memplan::Validate(tensors, placements, memories);
+}
+
+}  // namespace
+
+void RegisterPlanning(py::module_& m) {
+  py::class_<PlanOutput>(m, "PlanOutput", "What plan() decided, by name.")
+      .def_readonly("mem_ids", &PlanOutput::mem_ids)
+      .def_readonly("offsets", &PlanOutput::offsets)
+      .def_readonly("bufsizes", &PlanOutput::bufsizes)
+      .def_readonly("call_bufsizes", &PlanOutput::call_bufsizes)
+      .def_readonly("memory_order", &PlanOutput::memory_order)
+      .def_readonly("occupancy", &PlanOutput::occupancy)
+      .def_readonly("strategy", &PlanOutput::strategy);
+  m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),
+        py::arg("sizes"), py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
+        py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
+        py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
+        py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy"),
+        py::arg("budget_ms"));
+  m.def("validate", &Validate, py::kw_only(), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
+        py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
+        py::arg("memory_alignments"));
+}
+
+}  // namespace cadence_memplan::bindings
