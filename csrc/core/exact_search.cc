@@ -30,11 +30,19 @@ class Rows {
   const T* begin(size_t row) const { return data_.data() + begin_[row]; }
   const T* end(size_t row) const { return data_.data() + begin_[row + 1]; }
   bool empty(size_t row) const { return begin_[row] == begin_[row + 1]; }
-  size_t rows() const { return begin_.size() - 1; }
+  // Filling in any order instead of row by row: the rows' sizes first.
+  void Reserve(const std::vector<int64_t>& sizes) {
+    begin_.assign(sizes.size() + 1, 0);
+    for (size_t r = 0; r < sizes.size(); ++r) begin_[r + 1] = begin_[r] + sizes[r];
+    data_.resize(static_cast<size_t>(begin_.back()));
+    next_.assign(begin_.begin(), begin_.end() - 1);
+  }
+  void Put(size_t row, T value) { data_[static_cast<size_t>(next_[row]++)] = value; }
 
  private:
   std::vector<int64_t> begin_{0};
   std::vector<T> data_;
+  std::vector<int64_t> next_;  // While filling with Put.
 };
 
 // Units [first, last], inclusive.
@@ -68,7 +76,7 @@ struct Item {
 };
 
 // The problem in units (see the header): the tensors that take part in the
-// search, the sections, who is alive with whom, and what the obstacles forbid.
+// search, the sections and who is alive in each, and what obstacles forbid.
 class UnitProblem {
  public:
   explicit UnitProblem(const PackingProblem& problem) : alignment(problem.alignment) {
@@ -92,54 +100,31 @@ class UnitProblem {
     std::sort(section_times.begin(), section_times.end());
     section_times.erase(std::unique(section_times.begin(), section_times.end()),
                         section_times.end());
+    const auto section_count = static_cast<SectionIndex>(section_times.size());
     for (Item& item : items) {
       item.lo = SectionAt(item.lifetime.start);
       item.hi = static_cast<SectionIndex>(
           std::upper_bound(section_times.begin(), section_times.end(), item.lifetime.end) -
           section_times.begin());
+      entries += item.hi - item.lo;
     }
-    by_first_section_.resize(items.size());
-    for (size_t i = 0; i < items.size(); ++i) by_first_section_[i] = static_cast<ItemIndex>(i);
-    std::sort(by_first_section_.begin(), by_first_section_.end(),
-              [&](ItemIndex x, ItemIndex y) { return items[x].lo < items[y].lo; });
-    // Pairs alive together: j after i in that order with a first section
-    // before i's last (sections decide overlap; see the header).
-    for (size_t p = 0; p < by_first_section_.size(); ++p) {
-      const Item& item = items[by_first_section_[p]];
-      size_t q = p + 1;
-      size_t last = by_first_section_.size();
-      // Binary search: the first position whose first section is >= item.hi.
-      size_t lo = q, hi = last;
-      while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (items[by_first_section_[mid]].lo < item.hi) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      pairs += static_cast<int64_t>(lo - q);
-    }
-    searchable = pairs <= kMaxSearchPairs;
+    searchable = entries <= kMaxSearchEntries;
 
-    // Units alive in each section, and the units obstacles cover whole there.
-    const size_t section_count = section_times.size();
+    // Items by first section; first_by_lo[s]: where those starting at s begin.
+    by_lo.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) by_lo[i] = static_cast<ItemIndex>(i);
+    std::stable_sort(by_lo.begin(), by_lo.end(),
+                     [&](ItemIndex x, ItemIndex y) { return items[x].lo < items[y].lo; });
+    first_by_lo.assign(section_count + 1, 0);
+    for (const Item& item : items) ++first_by_lo[item.lo + 1];
+    for (SectionIndex s = 0; s < section_count; ++s) first_by_lo[s + 1] += first_by_lo[s];
+
+    // Units alive in each section (saturating: sizes may add up past 2^63),
+    // and the units that obstacles alive then cover whole.
     std::vector<Unit> totals(section_count, 0);
-    {
-      // Difference array: saturating, since sizes may add up past 2^63.
-      std::vector<Unit> delta(section_count + 1, 0);
-      std::vector<Unit> lost(section_count + 1, 0);
-      for (const Item& item : items) {
-        delta[item.lo] = SaturatingAdd(delta[item.lo], item.units);
-        lost[item.hi] = SaturatingAdd(lost[item.hi], item.units);
-      }
-      Unit running = 0;
-      bool saturated = false;
-      for (size_t s = 0; s < section_count; ++s) {
-        running = SaturatingAdd(running, delta[s]);
-        saturated |= running == std::numeric_limits<Unit>::max();
-        running = saturated ? running : running - lost[s + 1];
-        totals[s] = running;
+    for (const Item& item : items) {
+      for (SectionIndex s = item.lo; s < item.hi; ++s) {
+        totals[s] = SaturatingAdd(totals[s], item.units);
       }
     }
     std::vector<std::vector<UnitRange>> covered_lists(section_count);
@@ -147,14 +132,12 @@ class UnitProblem {
       const Unit first = CeilDiv(o.offset, a);
       const Unit last = SaturatingAdd(o.offset, o.tensor.size) / a - 1;
       if (first > last) continue;
-      const auto from = SectionAt(o.tensor.lifetime.start);
-      for (SectionIndex s = from;
-           s < static_cast<SectionIndex>(section_count) && section_times[s] <= o.tensor.lifetime.end;
-           ++s) {
+      for (SectionIndex s = SectionAt(o.tensor.lifetime.start);
+           s < section_count && section_times[s] <= o.tensor.lifetime.end; ++s) {
         covered_lists[s].push_back({first, last});
       }
     }
-    for (size_t s = 0; s < section_count; ++s) {
+    for (SectionIndex s = 0; s < section_count; ++s) {
       for (const UnitRange& r : Merged(std::move(covered_lists[s]))) covered.Add(r);
       covered.EndRow();
       if (!covered.empty(s)) has_covered = true;
@@ -174,7 +157,7 @@ class UnitProblem {
     }
 
     lower_bound = std::max(lone_units, obstacle_top);
-    for (size_t s = 0; s < section_count; ++s) {
+    for (SectionIndex s = 0; s < section_count; ++s) {
       Unit covered_units = 0;
       for (const UnitRange* r = covered.begin(s); r != covered.end(s); ++r) {
         covered_units = SaturatingAdd(covered_units, r->last - r->first + 1);
@@ -187,29 +170,35 @@ class UnitProblem {
     }
     if (!searchable) return;
 
-    std::vector<std::vector<ItemIndex>> member_lists(section_count);
+    // Who is alive in each section, in item order.
+    std::vector<int64_t> fill(section_count + 1, 0);
+    for (const Item& item : items) {
+      ++fill[item.lo + 1];
+      if (item.hi < section_count) --fill[item.hi + 1];
+    }
+    std::vector<int64_t> counts(section_count, 0);
+    int64_t alive = 0;
+    for (SectionIndex s = 0; s < section_count; ++s) {
+      alive += fill[s + 1];
+      counts[s] = alive;
+    }
+    members.Reserve(counts);
     for (size_t i = 0; i < items.size(); ++i) {
       for (SectionIndex s = items[i].lo; s < items[i].hi; ++s) {
-        member_lists[s].push_back(static_cast<ItemIndex>(i));
+        members.Put(s, static_cast<ItemIndex>(i));
       }
     }
-    for (auto& list : member_lists) {
-      for (ItemIndex i : list) members.Add(i);
-      members.EndRow();
+  }
+
+  // Calls f(j) for every other item alive with item i: those alive in its
+  // first section, and those whose first section comes later within its own.
+  template <typename F>
+  void ForEachAliveWith(ItemIndex i, F f) const {
+    const Item& item = items[i];
+    for (const ItemIndex* j = members.begin(item.lo); j != members.end(item.lo); ++j) {
+      if (*j != i) f(*j);
     }
-    std::vector<std::vector<ItemIndex>> overlap_lists(items.size());
-    for (size_t p = 0; p < by_first_section_.size(); ++p) {
-      const ItemIndex i = by_first_section_[p];
-      for (size_t q = p + 1;
-           q < by_first_section_.size() && items[by_first_section_[q]].lo < items[i].hi; ++q) {
-        overlap_lists[i].push_back(by_first_section_[q]);
-        overlap_lists[by_first_section_[q]].push_back(i);
-      }
-    }
-    for (auto& list : overlap_lists) {
-      for (ItemIndex j : list) overlaps.Add(j);
-      overlaps.EndRow();
-    }
+    for (int64_t k = first_by_lo[item.lo + 1]; k < first_by_lo[item.hi]; ++k) f(by_lo[k]);
   }
 
   // The lowest k >= from outside item i's forbidden ranges.
@@ -244,18 +233,67 @@ class UnitProblem {
   Unit lone_units = 0;            // The largest of them.
   Unit obstacle_top = 0;          // The largest aligned end of an obstacle.
   std::vector<Obstacle> obstacles;
-  std::vector<Time> section_times;  // Section s is the time section_times[s].
-  Rows<ItemIndex> members;          // Per section: the items alive then.
-  Rows<ItemIndex> overlaps;         // Per item: the items alive with it.
-  Rows<UnitRange> forbidden;        // Per item: merged, sorted.
-  Rows<UnitRange> covered;          // Per section: merged, sorted.
+  std::vector<Time> section_times;   // Section s is the time section_times[s].
+  Rows<ItemIndex> members;           // Per section: the items alive then.
+  std::vector<ItemIndex> by_lo;      // Items by first section.
+  std::vector<int64_t> first_by_lo;  // Per section s: the first in by_lo with lo >= s.
+  Rows<UnitRange> forbidden;         // Per item: merged, sorted.
+  Rows<UnitRange> covered;           // Per section: merged, sorted.
   bool has_covered = false;
   Unit lower_bound = 0;  // In units (PackingResult::lower_bound).
-  int64_t pairs = 0;
+  int64_t entries = 0;   // Of `members`: how many sections each item spans, summed.
   bool searchable = false;
+};
+
+// Per section: add to a range, the largest value of a range.
+class MaxTree {
+ public:
+  explicit MaxTree(const std::vector<Unit>& values) : size_(values.size()) {
+    max_.assign(4 * std::max<size_t>(1, size_), 0);
+    add_.assign(max_.size(), 0);
+    if (size_ > 0) Build(1, 0, size_, values);
+  }
+  void Add(size_t lo, size_t hi, Unit delta) {
+    if (lo < hi) Add(1, 0, size_, lo, hi, delta);
+  }
+  Unit Max(size_t lo, size_t hi) const {
+    return lo < hi ? Max(1, 0, size_, lo, hi) : std::numeric_limits<Unit>::min();
+  }
 
  private:
-  std::vector<ItemIndex> by_first_section_;
+  void Build(size_t node, size_t lo, size_t hi, const std::vector<Unit>& values) {
+    if (hi - lo == 1) {
+      max_[node] = values[lo];
+      return;
+    }
+    const size_t mid = (lo + hi) / 2;
+    Build(2 * node, lo, mid, values);
+    Build(2 * node + 1, mid, hi, values);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]);
+  }
+  void Add(size_t node, size_t lo, size_t hi, size_t from, size_t to, Unit delta) {
+    if (to <= lo || hi <= from) return;
+    if (from <= lo && hi <= to) {
+      max_[node] += delta;
+      add_[node] += delta;
+      return;
+    }
+    const size_t mid = (lo + hi) / 2;
+    Add(2 * node, lo, mid, from, to, delta);
+    Add(2 * node + 1, mid, hi, from, to, delta);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+  }
+  Unit Max(size_t node, size_t lo, size_t hi, size_t from, size_t to) const {
+    if (to <= lo || hi <= from) return std::numeric_limits<Unit>::min();
+    if (from <= lo && hi <= to) return max_[node];
+    const size_t mid = (lo + hi) / 2;
+    return std::max(Max(2 * node, lo, mid, from, to), Max(2 * node + 1, mid, hi, from, to)) +
+           add_[node];
+  }
+
+  size_t size_;
+  std::vector<Unit> max_;  // Of the node's range, its own pending add included.
+  std::vector<Unit> add_;  // Added to the whole range, not yet to the children.
 };
 
 // What stops a search: the deadline, an interruption (polled only on the
@@ -263,7 +301,9 @@ class UnitProblem {
 class Controller {
  public:
   explicit Controller(const SearchLimits& limits)
-      : limits_(limits), owner_(std::this_thread::get_id()) {}
+      : limits_(limits), owner_(std::this_thread::get_id()) {
+    Poll();
+  }
 
   // True when every search should stop now.
   bool Poll() {
@@ -314,25 +354,32 @@ class CanonicalSearch {
 
   Outcome Run() {
     const size_t n = p_.items.size();
-    const size_t sections = p_.section_times.size();
+    const auto sections = static_cast<SectionIndex>(p_.section_times.size());
     offset_.assign(n, kNoUnit);
     solution_.assign(n, kNoUnit);
     min_offset_.resize(n);
+    argmin_sections_.assign(n, 0);
+    lowest_in_.assign(n, {});
     total_.assign(sections, 0);
     low_.assign(sections, kNoLimit);
     low_item_.assign(sections, kNoItem);
-    argmin_sections_.assign(n, 0);
     cuts_.assign(sections, 0);
+    flagged_.assign(sections, 0);
     candidates_.resize(n + 1);
-    tight_.resize(n + 1);
     for (size_t i = 0; i < n; ++i) {
       const Item& item = p_.items[i];
       min_offset_[i] = p_.LowestFree(static_cast<ItemIndex>(i), 0);
-      if (SaturatingAdd(min_offset_[i], item.units) > capacity_) return Outcome::kNotFound;
-      for (SectionIndex s = item.lo; s < item.hi; ++s) total_[s] += item.units;
+      if (item.units > capacity_ || min_offset_[i] > capacity_ - item.units) {
+        return Outcome::kNotFound;
+      }
+      for (SectionIndex s = item.lo; s < item.hi; ++s) {
+        if (total_[s] > capacity_ - item.units) return Outcome::kNotFound;
+        total_[s] += item.units;
+      }
       for (SectionIndex s = item.lo; s + 1 < item.hi; ++s) ++cuts_[s];
     }
-    for (SectionIndex s = 0; s < static_cast<SectionIndex>(sections); ++s) {
+    totals_ = MaxTree(total_);
+    for (SectionIndex s = 0; s < sections; ++s) {
       FindLowest(s);
       if (!SectionFits(s, 0)) return Outcome::kNotFound;
     }
@@ -340,10 +387,10 @@ class CanonicalSearch {
     Frame root;
     root.sides = true;
     root.bounds = {0};
-    for (SectionIndex s = 0; s + 1 < static_cast<SectionIndex>(sections); ++s) {
+    for (SectionIndex s = 0; s + 1 < sections; ++s) {
       if (cuts_[s] == 0) root.bounds.push_back(s + 1);
     }
-    root.bounds.push_back(static_cast<SectionIndex>(sections));
+    root.bounds.push_back(sections);
     root.side_items.resize(root.bounds.size() - 1);
     for (size_t i = 0; i < n; ++i) {
       const size_t side = std::upper_bound(root.bounds.begin(), root.bounds.end(), p_.items[i].lo) -
@@ -362,6 +409,17 @@ class CanonicalSearch {
     std::vector<ItemIndex> items;  // In preorder: rank = position.
     std::vector<int32_t> twin;     // Per rank: the rank of an identical item before it, or -1.
     SectionIndex lo = 0, hi = 0;   // Its sections.
+    // The unplaced ranks, linked in rank order from and to rank items.size();
+    // placements unlink and removals relink them in reverse order.
+    std::vector<int32_t> next, prev;
+    void Unlink(int32_t r) {
+      next[prev[r]] = next[r];
+      prev[next[r]] = prev[r];
+    }
+    void Relink(int32_t r) {
+      next[prev[r]] = r;
+      prev[next[r]] = r;
+    }
   };
   struct Candidate {
     Unit offset;
@@ -381,10 +439,9 @@ class CanonicalSearch {
     int32_t last_rank = -1;
     size_t depth = 0;
     size_t next = 0;
-    // The part's sections that some candidate's offset leaves too little
-    // room above (tight_[depth]), largest total first.
     bool started = false;
-    ItemIndex placed = -1;
+    ItemIndex placed = kNoItem;
+    int32_t placed_rank = -1;
     Mark mark;
     // Sides: the bounds of each side's sections, its items, the next side.
     std::vector<SectionIndex> bounds;
@@ -421,8 +478,8 @@ class CanonicalSearch {
           continue;
         }
         const size_t k = frame.next_side++;
-        parts_.push_back(MakePart(std::move(frame.side_items[k]), frame.bounds[k],
-                                  frame.bounds[k + 1]));
+        parts_.push_back(
+            MakePart(std::move(frame.side_items[k]), frame.bounds[k], frame.bounds[k + 1]));
         Frame search;
         search.part = parts_.size() - 1;
         search.depth = frame.depth;
@@ -447,7 +504,8 @@ class CanonicalSearch {
       if (returned) {
         returned = false;
         Remove(frame.placed, frame.mark);
-        frame.placed = -1;
+        parts_[frame.part].Relink(frame.placed_rank);
+        frame.placed = kNoItem;
         if (result != Outcome::kNotFound) {
           stack.pop_back();
           returned = true;
@@ -455,15 +513,22 @@ class CanonicalSearch {
         }
       }
       // The next candidate that passes the symmetry rule and the checks.
-      const Part& part = parts_[frame.part];
-      const std::vector<Candidate>& candidates = candidates_[frame.depth];
+      Part& part = parts_[frame.part];
+      std::vector<Candidate>& candidates = candidates_[frame.depth];
       bool descended = false;
       while (frame.next < candidates.size()) {
+        // In (offset, rank) order, by selection: a descent mostly takes the
+        // first, where sorting them all would cost more.
+        const auto first = candidates.begin() + static_cast<std::ptrdiff_t>(frame.next);
+        std::iter_swap(first, std::min_element(first, candidates.end(),
+                                               [](const Candidate& a, const Candidate& b) {
+                                                 return a.offset != b.offset ? a.offset < b.offset
+                                                                             : a.rank < b.rank;
+                                               }));
         const Candidate candidate = candidates[frame.next++];
         const int32_t twin = part.twin[candidate.rank];
         if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
         const ItemIndex i = part.items[candidate.rank];
-        if (!FitsBefore(frame, i, candidate.offset)) continue;
         frame.mark = {low_log_.size(), min_offset_log_.size()};
         const bool split = Place(i, candidate.offset);
         if (!FitsAfter(part, candidate.offset)) {
@@ -471,6 +536,8 @@ class CanonicalSearch {
           continue;
         }
         frame.placed = i;
+        frame.placed_rank = candidate.rank;
+        part.Unlink(candidate.rank);
         Frame child;
         child.depth = frame.depth + 1;
         if (split) {
@@ -506,10 +573,10 @@ class CanonicalSearch {
     };
     std::vector<Keyed> keyed;
     keyed.reserve(items.size());
+    const bool needs_total = preorder_.find('T') != std::string::npos;
     for (ItemIndex i : items) {
       const Item& item = p_.items[i];
-      Unit total = 0;
-      for (SectionIndex s = item.lo; s < item.hi; ++s) total = std::max(total, total_[s]);
+      const Unit total = needs_total ? totals_.Max(item.lo, item.hi) : 0;
       const double length =
           static_cast<double>(item.lifetime.end) - static_cast<double>(item.lifetime.start) + 1;
       Keyed k{i, {0, 0, 0, 0}};
@@ -539,6 +606,13 @@ class CanonicalSearch {
     });
     part.items.resize(keyed.size());
     part.twin.assign(keyed.size(), -1);
+    const auto end = static_cast<int32_t>(keyed.size());
+    part.next.resize(keyed.size() + 1);
+    part.prev.resize(keyed.size() + 1);
+    for (int32_t r = 0; r <= end; ++r) {
+      part.next[r] = r == end ? 0 : r + 1;
+      part.prev[r] = r == 0 ? end : r - 1;
+    }
     for (size_t r = 0; r < keyed.size(); ++r) {
       part.items[r] = keyed[r].item;
       if (r == 0) continue;
@@ -552,45 +626,32 @@ class CanonicalSearch {
     return part;
   }
 
-  // The candidates of a search frame, in (offset, rank) order, after the
-  // canonical and dominance rules; false when the part has no unplaced item.
-  bool CollectCandidates(Frame& frame) {
+  // The candidates of a search frame, which SolveSides takes in (offset,
+  // rank) order: canonical (not before the last placement), not dominated
+  // (below the lowest top of an unplaced item), and low enough: every
+  // unplaced item goes at or above the offset, so the offset plus any
+  // section's total must fit (those alive with the candidate go above its
+  // top, but it leaves their total). False when the part has no unplaced
+  // item.
+  bool CollectCandidates(const Frame& frame) {
     const Part& part = parts_[frame.part];
-
     std::vector<Candidate>& candidates = candidates_[frame.depth];
     candidates.clear();
+    const auto end = static_cast<int32_t>(part.items.size());
+    if (part.next[end] == end) return false;
     Unit lowest_top = kNoLimit;
-    bool any = false;
-    for (size_t r = 0; r < part.items.size(); ++r) {
+    for (int32_t r = part.next[end]; r != end; r = part.next[r]) {
       const ItemIndex i = part.items[r];
-      if (offset_[i] != kNoUnit) continue;
-      any = true;
-      const Unit offset = min_offset_[i];
-      lowest_top = std::min(lowest_top, SaturatingAdd(offset, p_.items[i].units));
-      const auto rank = static_cast<int32_t>(r);
-      if (offset < frame.last_offset || (offset == frame.last_offset && rank < frame.last_rank)) {
-        continue;
-      }
-      candidates.push_back({offset, rank});
+      lowest_top = std::min(lowest_top, SaturatingAdd(min_offset_[i], p_.items[i].units));
     }
-    // Dominance: nothing at or above the lowest top of an unplaced tensor.
-    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const Candidate& c) { return c.offset >= lowest_top; }),
-                     candidates.end());
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
-    });
-    std::vector<SectionIndex>& tight = tight_[frame.depth];
-    tight.clear();
-    if (!candidates.empty()) {
-      const Unit least_room = capacity_ - candidates.back().offset;
-      for (SectionIndex s = part.lo; s < part.hi; ++s) {
-        if (total_[s] > least_room) tight.push_back(s);
-      }
-      std::sort(tight.begin(), tight.end(),
-                [&](SectionIndex a, SectionIndex b) { return total_[a] > total_[b]; });
+    const Unit highest = std::min(lowest_top - 1, capacity_ - totals_.Max(part.lo, part.hi));
+    for (int32_t r = part.next[end]; r != end; r = part.next[r]) {
+      const Unit offset = min_offset_[part.items[r]];
+      if (offset > highest || offset < frame.last_offset) continue;
+      if (offset == frame.last_offset && r < frame.last_rank) continue;
+      candidates.push_back({offset, r});
     }
-    return any;
+    return true;
   }
 
   // Item i was just placed and left no unplaced tensor across some section
@@ -621,6 +682,7 @@ class CanonicalSearch {
     const Unit top = k + item.units;
     bool split = false;
     for (SectionIndex s = item.lo; s < item.hi; ++s) total_[s] -= item.units;
+    totals_.Add(item.lo, item.hi, -item.units);
     for (SectionIndex s = item.lo; s + 1 < item.hi; ++s) {
       if (--cuts_[s] == 0) split = true;
     }
@@ -628,25 +690,57 @@ class CanonicalSearch {
     // The sections whose lowest unplaced item was this one, or one that
     // rises now, need their lowest found again; no other section's changes.
     if (argmin_sections_[i] > 0) NoteLowestMoved(i);
-    for (const ItemIndex* j = p_.overlaps.begin(i); j != p_.overlaps.end(i); ++j) {
-      if (offset_[*j] != kNoUnit || min_offset_[*j] >= top) continue;
-      min_offset_log_.push_back({*j, min_offset_[*j]});
-      min_offset_[*j] = p_.LowestFree(*j, top);
-      if (argmin_sections_[*j] > 0) NoteLowestMoved(*j);
-    }
-    for (SectionIndex s : changed_) FindLowest(s);
+    p_.ForEachAliveWith(i, [&](ItemIndex j) {
+      if (offset_[j] != kNoUnit || min_offset_[j] >= top) return;
+      min_offset_log_.push_back({j, min_offset_[j]});
+      min_offset_[j] = p_.LowestFree(j, top);
+      if (argmin_sections_[j] > 0) NoteLowestMoved(j);
+    });
+    RefreshLows();
     return split;
   }
 
   // Lists the sections whose lowest item j moves (placed or risen), once.
   void NoteLowestMoved(ItemIndex j) {
-    const Item& item = p_.items[j];
-    for (SectionIndex s = item.lo; s < item.hi; ++s) {
-      if (low_item_[s] != j) continue;
+    for (SectionIndex s : lowest_in_[j]) {
+      if (low_item_[s] != j) continue;  // Stale, or listed twice.
       low_log_.push_back({s, low_[s], j});
       --argmin_sections_[j];
       low_item_[s] = kNoItem;
       changed_.push_back(s);
+    }
+    lowest_in_[j].clear();  // Lowest nowhere now.
+  }
+
+  // Finds the lowest item of every changed section: one by one, or, along a
+  // long run of adjacent sections, by one sweep that adds the items as their
+  // first section comes and drops them once past their last.
+  void RefreshLows() {
+    if (changed_.size() < 64) {
+      std::sort(changed_.begin(), changed_.end());
+    } else {  // A counting pass costs less than sorting them.
+      SectionIndex first = changed_.front(), last = changed_.front();
+      for (SectionIndex s : changed_) {
+        flagged_[s] = 1;
+        first = std::min(first, s);
+        last = std::max(last, s);
+      }
+      changed_.clear();
+      for (SectionIndex s = first; s <= last; ++s) {
+        if (flagged_[s] == 0) continue;
+        flagged_[s] = 0;
+        changed_.push_back(s);
+      }
+    }
+    for (size_t a = 0; a < changed_.size();) {
+      size_t e = a + 1;
+      while (e < changed_.size() && changed_[e] == changed_[e - 1] + 1) ++e;
+      if (e - a < kSweepRun) {
+        for (size_t k = a; k < e; ++k) FindLowest(changed_[k]);
+      } else {
+        SweepLowest(changed_[a], changed_[e - 1]);
+      }
+      a = e;
     }
   }
 
@@ -660,9 +754,55 @@ class CanonicalSearch {
         which = *j;
       }
     }
+    SetLowest(s, lowest, which);
+  }
+
+  void SweepLowest(SectionIndex first, SectionIndex last) {
+    heap_.clear();
+    const auto later = [](const std::pair<Unit, ItemIndex>& x, const std::pair<Unit, ItemIndex>& y) {
+      return x > y;
+    };
+    const auto push = [&](ItemIndex j) {
+      if (offset_[j] != kNoUnit) return;
+      heap_.push_back({min_offset_[j], j});
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    };
+    for (const ItemIndex* j = p_.members.begin(first); j != p_.members.end(first); ++j) push(*j);
+    for (SectionIndex s = first; s <= last; ++s) {
+      if (s > first) {
+        for (int64_t k = p_.first_by_lo[s]; k < p_.first_by_lo[s + 1]; ++k) push(p_.by_lo[k]);
+      }
+      while (!heap_.empty() && p_.items[heap_.front().second].hi <= s) {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+      }
+      if (heap_.empty()) {
+        SetLowest(s, kNoLimit, kNoItem);
+      } else {
+        SetLowest(s, heap_.front().first, heap_.front().second);
+      }
+    }
+  }
+
+  void SetLowest(SectionIndex s, Unit lowest, ItemIndex which) {
     low_[s] = lowest;
     low_item_[s] = which;
-    if (which != kNoItem) ++argmin_sections_[which];
+    if (which != kNoItem) BecomeLowest(which, s);
+  }
+
+  // Item j is now the lowest of section s. lowest_in_[j] lists at least
+  // every such section; stale entries go when the list doubles.
+  void BecomeLowest(ItemIndex j, SectionIndex s) {
+    ++argmin_sections_[j];
+    std::vector<SectionIndex>& list = lowest_in_[j];
+    list.push_back(s);
+    if (list.size() > 2 * static_cast<size_t>(argmin_sections_[j]) + 16) {
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](SectionIndex t) { return low_item_[t] != j; }),
+                 list.end());
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+    }
   }
 
   void Remove(ItemIndex i, const Mark& mark) {
@@ -672,7 +812,7 @@ class CanonicalSearch {
       if (low_item_[c.section] != kNoItem) --argmin_sections_[low_item_[c.section]];
       low_[c.section] = c.low;
       low_item_[c.section] = c.item;
-      ++argmin_sections_[c.item];
+      BecomeLowest(c.item, c.section);
       low_log_.pop_back();
     }
     while (min_offset_log_.size() > mark.min_offsets) {
@@ -680,6 +820,7 @@ class CanonicalSearch {
       min_offset_log_.pop_back();
     }
     for (SectionIndex s = item.lo; s < item.hi; ++s) total_[s] += item.units;
+    totals_.Add(item.lo, item.hi, item.units);
     for (SectionIndex s = item.lo; s + 1 < item.hi; ++s) ++cuts_[s];
     offset_[i] = kNoUnit;
   }
@@ -692,24 +833,9 @@ class CanonicalSearch {
     return !p_.has_covered || total_[s] + p_.CoveredAbove(s, from, capacity_) <= capacity_ - from;
   }
 
-  // The checks that need no placement, for item i at x: every unplaced item
-  // of the part goes at or above x, those alive with i above its top x +
-  // units; so x plus what remains of each section must fit.
-  bool FitsBefore(const Frame& frame, ItemIndex i, Unit x) const {
-    const Item& item = p_.items[i];
-    const Unit room = capacity_ - x;  // Totals and offsets are at most the capacity.
-    for (SectionIndex s = item.lo; s < item.hi; ++s) {
-      if (total_[s] > room) return false;
-    }
-    for (SectionIndex s : tight_[frame.depth]) {
-      if (total_[s] <= room) break;
-      if (s < item.lo || s >= item.hi) return false;
-    }
-    return true;
-  }
-
-  // After the placement at x: the sections whose lowest item rose (and,
-  // with obstacles, every section, since what they cover depends on x).
+  // After the placement at x (CollectCandidates checked x against every
+  // section's total): the sections whose lowest item rose, and with
+  // obstacles every section, since what they cover above x depends on x.
   bool FitsAfter(const Part& part, Unit x) const {
     if (p_.has_covered) {
       for (SectionIndex s = part.lo; s < part.hi; ++s) {
@@ -723,6 +849,10 @@ class CanonicalSearch {
     return true;
   }
 
+  // Below this many adjacent sections, finding each one's lowest item by
+  // scanning its members costs less than a sweep.
+  static constexpr size_t kSweepRun = 8;
+
   const UnitProblem& p_;
   const Unit capacity_;
   const std::string preorder_;
@@ -733,21 +863,24 @@ class CanonicalSearch {
   std::vector<Unit> offset_;      // Per item: placed at, or kNoUnit.
   std::vector<Unit> solution_;    // Per item: the last placement (a leaf's, after kFound).
   std::vector<Unit> min_offset_;  // Per item: where it would go now.
-  std::vector<Unit> total_;       // Per section: units of its unplaced items.
-  std::vector<Unit> low_;         // Per section: its lowest minimum offset (FindLowest),
-  std::vector<ItemIndex> low_item_;  // of this unplaced item (-1: none).
-  std::vector<int32_t> argmin_sections_;  // Per item: the sections it is lowest in.
-  std::vector<int32_t> cuts_;     // Per boundary s|s+1: unplaced items across it.
+  std::vector<int32_t> argmin_sections_;  // Per item: how many sections it is lowest in,
+  std::vector<std::vector<SectionIndex>> lowest_in_;  // and which (BecomeLowest).
+  std::vector<Unit> total_;               // Per section: units of its unplaced items,
+  MaxTree totals_{{}};                    // and the same for ranges of sections.
+  std::vector<Unit> low_;                 // Per section: its lowest minimum offset,
+  std::vector<ItemIndex> low_item_;       // of this unplaced item (kNoItem: none).
+  std::vector<int32_t> cuts_;             // Per boundary s|s+1: unplaced items across it.
   struct LowChange {
     SectionIndex section;
     Unit low;
     ItemIndex item;
   };
   std::vector<LowChange> low_log_;
-  std::vector<SectionIndex> changed_;  // By the last Place: their lowest moved.
   std::vector<std::pair<ItemIndex, Unit>> min_offset_log_;
+  std::vector<SectionIndex> changed_;  // By the last Place: their lowest moved.
+  std::vector<uint8_t> flagged_;       // Per section, while RefreshLows sorts them.
+  std::vector<std::pair<Unit, ItemIndex>> heap_;    // SweepLowest's.
   std::vector<std::vector<Candidate>> candidates_;  // Per depth.
-  std::vector<std::vector<SectionIndex>> tight_;    // Per depth.
   std::vector<Part> parts_;                         // Of the frames on the stack.
 };
 
@@ -865,7 +998,7 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
     return result;
   }
   int64_t remaining = limits.max_nodes;
-  for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.stopped();
+  for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     const Decision decision =
         Decide(units, capacity_units, std::min(limit, remaining), controller);
@@ -890,8 +1023,8 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   result.bufsize = PackingBufsize(problem, result.offsets);
   result.lower_bound = std::min(result.bufsize, units.lower_bound * a);
   result.improvements.push_back({0, result.bufsize});
-  result.searched = units.searchable;
-  if (!units.searchable || result.proved_optimal()) return result;
+  result.searched = units.searchable && result.bufsize <= capacity;
+  if (!result.searched || result.proved_optimal()) return result;
 
   Controller controller(limits);
   Unit lower = result.lower_bound / a;
@@ -899,12 +1032,12 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
   int64_t remaining = limits.max_nodes;
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 &&
-                                              !controller.stopped();
+                                              !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     // First the lower bound, then halve the gap to the best bufsize known.
     Unit low = lower;
     Unit probe = lower;
-    while (low < upper && remaining > 0 && !controller.stopped()) {
+    while (low < upper && remaining > 0 && !controller.Poll()) {
       const Decision decision = Decide(units, probe, std::min(limit, remaining), controller);
       result.nodes += decision.nodes;
       remaining -= decision.nodes;

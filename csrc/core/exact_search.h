@@ -167,8 +167,9 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
                               std::vector<Offset> incumbent, const SearchLimits& limits);
 
-// Above this many pairs of tensors alive together (each pair is stored), the
-// search is not attempted: the incumbent comes back with the lower bound.
-inline constexpr int64_t kMaxSearchPairs = int64_t{4} << 20;
+// The search lists the tensors alive in each section: when that takes more
+// than this many entries (the sections each tensor spans, summed; 4 bytes
+// each), it is not attempted and the incumbent comes back with the bound.
+inline constexpr int64_t kMaxSearchEntries = int64_t{16} << 20;
 
 }  // namespace cadence_memplan

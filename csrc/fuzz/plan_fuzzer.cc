@@ -284,7 +284,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   // algorithm="best", with a few improvement rounds to keep inputs fast.
-  const BestCheck best = CheckBest(request, 4);
+  const BestCheck best = CheckBest(request, 4, 200);
   if (!best.problem.empty()) {
     std::fprintf(stderr, "plan_fuzzer: best's oracle violated: %s\n", best.problem.c_str());
     std::abort();

@@ -24,11 +24,12 @@ struct BestCheck {
   std::string problem;  // "" when every promise holds.
 };
 
-inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds) {
+inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int64_t max_nodes) {
   BestCheck check;
   BestOptions options;
-  options.budget_ms = 1e12;  // Deterministic: the rounds end the search.
+  options.budget_ms = 1e12;  // Deterministic: the rounds and the nodes end the search.
   options.improvement_rounds = improvement_rounds;
+  options.max_nodes = max_nodes;
   const std::string invalid = CheckRequest(r);
   if (!invalid.empty()) {
     check.outcome = BestOutcome::kInvalidInput;

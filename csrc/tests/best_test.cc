@@ -68,7 +68,7 @@ void CheckRandomCase(uint64_t seed, Stats& stats) {
   if (Pick(rng, 0, 9) == 0 && !r.placed.empty()) r.placed.push_back(r.placed.back());
   memplan_test::SetContext("seed " + std::to_string(seed));
   ++stats.cases;
-  const BestCheck check = CheckBest(r, 40);
+  const BestCheck check = CheckBest(r, 40, 300);
   if (!CHECK(check.problem.empty())) std::cerr << "    " << check.problem << "\n";
   stats.planned += check.outcome == BestOutcome::kPlanned;
   stats.failed += check.outcome == BestOutcome::kFailed;
