@@ -559,13 +559,15 @@ class BestSearch {
       if (p.placement.mem_id == 1) problem.obstacles.push_back({p.tensor, p.placement.offset});
     }
     // Packs `members` anew; true (and their offsets set) when they fit.
+    int64_t growth_nodes = kGrowthNodesPerTensor * static_cast<int64_t>(n);
     const auto repack = [&](const std::vector<TensorIndex>& members, int64_t nodes) {
       problem.tensors.clear();
       for (TensorIndex t : members) problem.tensors.push_back(request_.tensors[t]);
       SearchLimits limits = Limits();
-      limits.max_nodes = std::min(limits.max_nodes, nodes);
+      limits.max_nodes = std::min({limits.max_nodes, nodes, growth_nodes});
       const FitResult fit = FitInCapacity(problem, memory.size, limits);
       Charge(fit.nodes);
+      growth_nodes -= fit.nodes;
       if (fit.fit != Fit::kFits) return false;
       for (size_t k = 0; k < members.size(); ++k) offsets[members[k]] = fit.offsets[k];
       return true;
@@ -585,7 +587,10 @@ class BestSearch {
       list_present();
       int failures = 0;  // Searches in a row that did not fit one more.
       for (TensorIndex t : outside) {
-        if (OverBudget() || nodes_left_ <= 0 || failures == kGrowthFailures) break;
+        if (OverBudget() || std::min(nodes_left_, growth_nodes) <= 0 ||
+            failures == kGrowthFailures) {
+          break;
+        }
         const Offset hole = FirstFit(request_.tensors[t], memory, present);
         if (hole != kNoOffset) {
           offsets[t] = hole;
@@ -661,9 +666,12 @@ class BestSearch {
     return std::move(result_);
   }
 
-  // Nodes of the exact search per tensor: to pack every tensor that may go
-  // to memory 1 there at once, and to add one more.
-  static constexpr int64_t kAllAtOnceNodesPerTensor = 64;
+  // Nodes of the exact search per tensor of the request: for the whole
+  // growth of memory 1, for packing every tensor that may go there at once,
+  // and per tensor of memory 1 for adding one more. A node costs about a
+  // pass over the tensors, so the growth costs about n^2 * 32 steps.
+  static constexpr int64_t kGrowthNodesPerTensor = 32;
+  static constexpr int64_t kAllAtOnceNodesPerTensor = 16;
   static constexpr int64_t kOneMoreNodesPerTensor = 4;
   // After this many searches in a row that could not add a tensor to memory
   // 1, the growth stops: the rest rarely fits either.

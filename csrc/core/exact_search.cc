@@ -970,6 +970,10 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
+// MinimizeBufsize's nodes for halving the gap, per node of its probe at the
+// bound: that probe runs up to one search per preorder.
+constexpr int64_t kDescentShare = 3;
+
 int64_t FirstNodeLimit(const UnitProblem& problem) {
   return std::max<int64_t>(64, 2 * static_cast<int64_t>(problem.items.size()));
 }
@@ -1031,39 +1035,44 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
   int64_t remaining = limits.max_nodes;
-  for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 &&
-                                              !controller.Poll();
-       limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    // First the lower bound, then halve the gap to the best bufsize known.
-    Unit low = lower;
-    Unit probe = lower;
-    while (low < upper && remaining > 0 && !controller.Poll()) {
-      const Decision decision = Decide(units, probe, std::min(limit, remaining), controller);
-      result.nodes += decision.nodes;
-      remaining -= decision.nodes;
-      if (decision.fit == Fit::kFits) {
-        Unit top = floor_units;
-        for (size_t i = 0; i < units.items.size(); ++i) {
-          top = std::max(top, decision.units[i] + units.items[i].units);
-        }
-        if (top < upper) {
-          upper = top;
-          result.offsets = ToOffsets(problem, units, decision.units);
-          result.bufsize = upper * a;
-          result.strategy = decision.strategy;
-          result.improvements.push_back(
-              {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
-                   .count(),
-               result.bufsize});
-        }
-      } else if (decision.fit == Fit::kDoesNotFit) {
-        lower = std::max(lower, probe + 1);
-        low = probe + 1;
-      } else {
-        low = probe + 1;  // Not at this limit; the next round tries again.
+  // Returns whether the probe answered.
+  const auto probe_at = [&](Unit at, int64_t limit) {
+    const Decision decision = Decide(units, at, std::min(limit, remaining), controller);
+    result.nodes += decision.nodes;
+    remaining -= decision.nodes;
+    if (decision.fit == Fit::kFits) {
+      Unit top = floor_units;
+      for (size_t i = 0; i < units.items.size(); ++i) {
+        top = std::max(top, decision.units[i] + units.items[i].units);
       }
-      if (low >= upper) break;
-      probe = low + (upper - 1 - low) / 2;
+      if (top < upper) {
+        upper = top;
+        result.offsets = ToOffsets(problem, units, decision.units);
+        result.bufsize = upper * a;
+        result.strategy = decision.strategy;
+        result.improvements.push_back(
+            {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+                 .count(),
+             result.bufsize});
+      }
+    } else if (decision.fit == Fit::kDoesNotFit) {
+      lower = std::max(lower, at + 1);
+    }
+    return decision.fit != Fit::kUnknown;
+  };
+  // Rounds of doubling node limits. Each first tries the lower bound (often
+  // feasible, and then optimal), then halves the gap to the best bufsize
+  // known with a quarter of that limit per probe, about as many nodes in all.
+  for (int64_t limit = FirstNodeLimit(units);
+       lower < upper && remaining > 0 && !controller.Poll();
+       limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
+    if (probe_at(lower, limit) || lower >= upper) continue;
+    Unit low = lower + 1;  // The bound itself did not answer at this limit.
+    const int64_t descent_end = result.nodes + kDescentShare * limit;
+    while (low < upper && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
+      const Unit probe = low + (upper - 1 - low) / 2;
+      if (!probe_at(probe, std::max<int64_t>(1, limit / 4))) low = probe + 1;
+      low = std::max(low, lower);
     }
   }
   result.lower_bound = std::min(result.bufsize, lower * a);

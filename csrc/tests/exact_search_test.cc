@@ -1,7 +1,7 @@
 // The exact search (exact_search.h) against oracles that share none of its
 // code or theory:
-//   * brute force: every offset (a multiple of the alignment) of every tensor,
-//     in input order, on tiny problems with any alignment, zero sizes, empty
+//   * brute force (packing_oracle.h): every offset of every tensor, on tiny
+//     problems with any alignment, zero sizes, empty
 //     lifetimes and unaligned obstacles; FitInCapacity must answer exactly
 //     when a packing exists, and MinimizeBufsize must reach the optimum, prove
 //     it, and never claim a bound above it;
@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "check.h"
+#include "packing_oracle.h"
 #include "planner.h"
 
 namespace {
@@ -29,8 +31,7 @@ int64_t Pick(std::mt19937_64& rng, int64_t lo, int64_t hi) {
 }
 
 bool Conflict(const Tensor& a, Offset x, const Tensor& b, Offset y) {
-  return a.size > 0 && b.size > 0 && a.lifetime.Overlaps(b.lifetime) && x < y + b.size &&
-         y < x + a.size;
+  return reference::BruteForcePacking::Meet(a, x, b, y);
 }
 
 // "" when `offsets` pack the problem within `capacity`, else why not.
@@ -62,45 +63,13 @@ Size BufsizeOf(const PackingProblem& p, const std::vector<Offset>& offsets) {
   return bufsize;
 }
 
-// The smallest bufsize of any packing within `capacity`, or -1: tries every
-// aligned offset of every tensor, in input order.
-class BruteForce {
- public:
-  BruteForce(const PackingProblem& p, Size capacity) : p_(p), capacity_(capacity) {}
-  Size Optimum() {
-    offsets_.assign(p_.tensors.size(), 0);
-    best_ = -1;
-    Size floor = 0;
-    for (const Obstacle& o : p_.obstacles) {
-      floor = std::max(floor, AlignUp(o.offset + o.tensor.size, p_.alignment));
-    }
-    Place(0, floor);
-    return best_;
-  }
-
- private:
-  void Place(size_t i, Size bufsize) {
-    if (best_ >= 0 && bufsize >= best_) return;
-    if (i == p_.tensors.size()) {
-      best_ = bufsize;
-      return;
-    }
-    const Tensor& t = p_.tensors[i];
-    for (Offset x = 0; AlignUp(x + t.size, p_.alignment) <= capacity_; x += p_.alignment) {
-      bool free = true;
-      for (size_t j = 0; j < i && free; ++j) free = !Conflict(t, x, p_.tensors[j], offsets_[j]);
-      for (const Obstacle& o : p_.obstacles) free = free && !Conflict(t, x, o.tensor, o.offset);
-      if (!free) continue;
-      offsets_[i] = x;
-      Place(i + 1, std::max(bufsize, AlignUp(x + t.size, p_.alignment)));
-    }
-  }
-
-  const PackingProblem& p_;
-  const Size capacity_;
-  std::vector<Offset> offsets_;
-  Size best_ = -1;
-};
+// The smallest bufsize of any packing within `capacity`, or -1.
+Size BruteForceOptimum(const PackingProblem& p, Size capacity) {
+  std::vector<std::pair<Tensor, Offset>> obstacles;
+  for (const Obstacle& o : p.obstacles) obstacles.push_back({o.tensor, o.offset});
+  return *reference::BruteForcePacking(p.tensors, obstacles, p.alignment, capacity)
+              .Optimum(std::numeric_limits<int64_t>::max());
+}
 
 // First fit in input order, from the bottom or (a poor packing on purpose)
 // from the top of the capacity: a valid incumbent, or empty.
@@ -160,10 +129,10 @@ void CheckAgainstBruteForce(uint64_t seed, Stats& stats) {
   const Size capacity = Pick(rng, 1, 30);
   memplan_test::SetContext("brute force, seed " + std::to_string(seed));
   ++stats.problems;
-  const Size optimum = BruteForce(p, capacity).Optimum();
+  const Size optimum = BruteForceOptimum(p, capacity);
   // Every capacity up to this one: FitInCapacity answers exactly.
   for (Size c = 1; c <= capacity; ++c) {
-    const bool exists = optimum >= 0 && BruteForce(p, c).Optimum() >= 0;
+    const bool exists = optimum >= 0 && BruteForceOptimum(p, c) >= 0;
     const FitResult fit = FitInCapacity(p, c, Nodes(1 << 20));
     if (!CHECK(fit.fit != Fit::kUnknown)) return;
     if (!CHECK_EQ(fit.fit == Fit::kFits, exists)) {

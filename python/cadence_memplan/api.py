@@ -19,7 +19,16 @@ from ._types import (
     PlanResult,
     Preplaced,
 )
-from ._validation import MAX_MEMORIES, as_int64, check_budget, check_choice
+from ._validation import (
+    MAX_MEMORIES,
+    as_int64,
+    check_budget,
+    check_choice,
+    check_search_options,
+)
+
+# max_nodes=None: no cap on the nodes of the exact search.
+UNLIMITED_NODES = 2**63 - 1
 
 __all__ = [
     "BANK_DTYPE",
@@ -93,6 +102,9 @@ def plan_prepared(
     keep_incoming_offset: bool,
     occupancy: Occupancy = "auto",
     budget_ms: float = DEFAULT_BUDGET_MS,
+    *,
+    threads: int = 0,
+    max_nodes: int | None = None,
 ) -> PlanResult:
     """:func:`plan` on input already prepared (int64 arrays, bit masks, choices checked by
     the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
@@ -116,6 +128,8 @@ def plan_prepared(
         keep_incoming_offset=keep_incoming_offset,
         occupancy=occupancy,
         budget_ms=budget_ms,
+        threads=threads,
+        max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
     )
     return PlanResult(
         mem_ids=core.mem_ids,
@@ -125,6 +139,8 @@ def plan_prepared(
         memory_order=core.memory_order,
         occupancy=core.occupancy,
         strategy=core.strategy,
+        proved_optimal=core.proved_optimal,
+        lower_bound=core.lower_bound,
     )
 
 
@@ -143,6 +159,8 @@ def plan(
     keep_incoming_offset: bool = True,
     occupancy: Occupancy = "auto",
     budget_ms: float = DEFAULT_BUDGET_MS,
+    threads: int = 0,
+    max_nodes: int | None = None,
 ) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do,
     or in less fast memory than they do (``algorithm="best"``).
@@ -184,6 +202,7 @@ def plan(
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_choice("occupancy", occupancy, OCCUPANCIES)
     budget = check_budget(budget_ms)
+    thread_count, node_cap = check_search_options(threads, max_nodes)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
@@ -213,6 +232,8 @@ def plan(
         keep_incoming_offset,
         occupancy,
         budget,
+        threads=thread_count,
+        max_nodes=node_cap,
     )
 
 

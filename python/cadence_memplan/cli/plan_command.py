@@ -120,7 +120,8 @@ def _plan_arrays(
     algorithm: str,
     placer: Callable[..., Any] = plan,
     file_terms: bool = False,
-) -> tuple[TensorTable, float]:
+) -> tuple[TensorTable, float, Any]:
+    """The plan as a table, the seconds it took, and the placer's result."""
     began = time.perf_counter()
     try:
         result = placer(
@@ -136,7 +137,8 @@ def _plan_arrays(
         code = EXIT_PLANNING_FAILED if isinstance(error, PlanningError) else EXIT_USAGE
         raise CliError(f"planning failed: {one_line(text)}", code) from error
     seconds = time.perf_counter() - began
-    return TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends), seconds
+    table = TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends)
+    return table, seconds, result
 
 
 def _plan_model(
@@ -244,6 +246,7 @@ def run(arguments: argparse.Namespace) -> int:
     algorithm = arguments.algo
 
     program = None
+    optimality: tuple[bool, int | None] | None = None  # For --algo best on arrays.
     node_names: list[str] | None = None
     compare: Callable[[], bool] | None = None
     if is_model:
@@ -253,14 +256,16 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         labels, starts, ends, sizes = load_arrays(kind, label, path, progress)
         progress(f"planning {len(labels):,} tensors")
-        table, seconds = _plan_arrays(
+        table, seconds, result = _plan_arrays(
             labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv"
         )
+        if algorithm == "best":
+            optimality = (result.proved_optimal, result.lower_bound)
         timings = {"placer (C++ core)": seconds}
         if arguments.compare and algorithm == "best":
             progress("planning again with upstream's two placers (--compare)")
             rivals = [
-                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival))
+                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival)[:2])
                 for rival in UPSTREAM_ALGORITHMS
             ]
 
@@ -272,7 +277,7 @@ def run(arguments: argparse.Namespace) -> int:
             from .. import reference
 
             progress("planning again with cadence_memplan.reference (--compare)")
-            theirs, their_seconds = _plan_arrays(
+            theirs, their_seconds, _ = _plan_arrays(
                 labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
             )
 
@@ -281,7 +286,7 @@ def run(arguments: argparse.Namespace) -> int:
                     table, theirs, seconds, their_seconds, "cadence_memplan.reference"
                 )
 
-    print_report(label, table, memories, algorithm, timings, node_names)
+    print_report(label, table, memories, algorithm, timings, node_names, optimality)
     same = compare() if compare is not None else True
     problem = check_plan(table, memories)
     if problem is not None and kind == "csv":
