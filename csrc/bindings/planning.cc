@@ -21,6 +21,7 @@ struct PlanOutput {
   py::object strategy;  // How "best" found its plan; None for the upstream placers.
   bool proved_optimal = false;  // "best" proved that no valid plan is better.
   py::object lower_bound;       // BestResult::lower_bound, or None.
+  py::object progress;          // BestResult::improvements as (ms, bytes) pairs, or None.
 };
 
 std::vector<Tensor> ToTensors(const Int64Array& starts, const Int64Array& ends,
@@ -118,6 +119,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
   std::string strategy;
   std::optional<Size> lower_bound;
   bool proved_optimal = false;
+  std::vector<Improvement> improvements;
   try {
     py::gil_scoped_release release;
     if (best) {
@@ -130,6 +132,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
       strategy = std::move(found.strategy);
       lower_bound = found.lower_bound;
       proved_optimal = found.proved_optimal;
+      improvements = std::move(found.improvements);
     } else {
       result = cadence_memplan::Plan(request, placer);
     }
@@ -143,6 +146,14 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
     mem_ids[i] = result.placements[i].mem_id;
     offsets[i] = result.placements[i].offset;
   }
+  py::object progress = py::none();
+  if (best) {
+    py::tuple steps(improvements.size());
+    for (size_t k = 0; k < improvements.size(); ++k) {
+      steps[k] = py::make_tuple(improvements[k].elapsed_ms, improvements[k].bufsize);
+    }
+    progress = std::move(steps);
+  }
   py::tuple memory_order(result.memory_order.size());
   for (size_t m = 0; m < result.memory_order.size(); ++m) {
     memory_order[m] = ToArray(std::move(result.memory_order[m]));
@@ -155,7 +166,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
           OccupancyName(result.occupancy),
           best ? py::object(py::str(strategy)) : py::object(py::none()),
           proved_optimal,
-          lower_bound ? py::object(py::int_(*lower_bound)) : py::object(py::none())};
+          lower_bound ? py::object(py::int_(*lower_bound)) : py::object(py::none()),
+          std::move(progress)};
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -185,7 +197,8 @@ void RegisterPlanning(py::module_& m) {
       .def_readonly("occupancy", &PlanOutput::occupancy)
       .def_readonly("strategy", &PlanOutput::strategy)
       .def_readonly("proved_optimal", &PlanOutput::proved_optimal)
-      .def_readonly("lower_bound", &PlanOutput::lower_bound);
+      .def_readonly("lower_bound", &PlanOutput::lower_bound)
+      .def_readonly("progress", &PlanOutput::progress);
   m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),
         py::arg("sizes"), py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),

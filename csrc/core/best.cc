@@ -287,12 +287,15 @@ class BestSearch {
     return Validate(tensors, placements, request_.memories);
   }
 
-  // Keeps `plan` if it is valid and strictly better; returns whether it was.
-  bool Consider(PlanResult plan, const std::string& strategy) {
-    const std::string problem = Problem(plan);
-    if (!problem.empty()) {
-      if (first_problem_.empty()) first_problem_ = problem;
-      return false;
+  // Keeps `plan` if it is valid (`validated`: checked already) and strictly
+  // better; returns whether it was.
+  bool Consider(PlanResult plan, const std::string& strategy, bool validated = false) {
+    if (!validated) {
+      const std::string problem = Problem(plan);
+      if (!problem.empty()) {
+        if (first_problem_.empty()) first_problem_ = problem;
+        return false;
+      }
     }
     std::vector<Size> cost = PlanCost(request_, plan);
     if (!best_cost_.empty() && !Better(cost, best_cost_)) return false;
@@ -302,9 +305,10 @@ class BestSearch {
     result_.improvements.push_back({ElapsedMs(), best_cost_.back()});
     return true;
   }
-  bool ConsiderPlacer(PlanResult plan, Algorithm algorithm, const std::string& order) {
+  bool ConsiderPlacer(PlanResult plan, Algorithm algorithm, const std::string& order,
+                      bool validated = false) {
     ++result_.candidates;
-    if (!Consider(std::move(plan), PlacerStrategy(algorithm, order))) return false;
+    if (!Consider(std::move(plan), PlacerStrategy(algorithm, order), validated)) return false;
     result_.algorithm = algorithm;
     result_.order = order;
     return true;
@@ -518,7 +522,8 @@ class BestSearch {
       }
       if (!Problem(plan).empty()) break;
       if (ConsiderPlacer(plan, algorithm,
-                         base + ", then " + std::to_string(round + 1) + " squeaky-wheel rounds")) {
+                         base + ", then " + std::to_string(round + 1) + " squeaky-wheel rounds",
+                         /*validated=*/true)) {
         best_order = order;
       }
       current = std::move(plan);
@@ -635,8 +640,8 @@ class BestSearch {
         rest.incoming_offsets.push_back(request_.incoming_offsets[i]);
       }
     }
-    const std::string grown = "memory 1 grown by the exact search to " +
-                              std::to_string(kept.size()) + " tensors";
+    const std::string grown =
+        "memory 1 grown by the exact search to " + std::to_string(kept.size()) + " tensors";
     const auto combine = [&](const std::vector<Placement>& rest_placements) {
       std::vector<Placement> placements(n);
       for (TensorIndex t : kept) placements[t] = {1, offsets[t]};
@@ -653,8 +658,8 @@ class BestSearch {
     for (size_t k = 0; k < members.size(); ++k) {
       if (!outcomes[k] || !outcomes[k]->plan) continue;
       Consider(combine(outcomes[k]->plan->placements),
-               grown + ", then the " + PlacerStrategy(members[k].algorithm, members[k].order->name) +
-                   " for the rest");
+               grown + ", then the " +
+                   PlacerStrategy(members[k].algorithm, members[k].order->name) + " for the rest");
     }
   }
 
@@ -669,13 +674,13 @@ class BestSearch {
   // Nodes of the exact search per tensor of the request: for the whole
   // growth of memory 1, for packing every tensor that may go there at once,
   // and per tensor of memory 1 for adding one more. A node costs about a
-  // pass over the tensors, so the growth costs about n^2 * 32 steps.
-  static constexpr int64_t kGrowthNodesPerTensor = 32;
+  // pass over the tensors, so the growth costs about n^2 * 16 steps.
+  static constexpr int64_t kGrowthNodesPerTensor = 16;
   static constexpr int64_t kAllAtOnceNodesPerTensor = 16;
   static constexpr int64_t kOneMoreNodesPerTensor = 4;
   // After this many searches in a row that could not add a tensor to memory
   // 1, the growth stops: the rest rarely fits either.
-  static constexpr int kGrowthFailures = 16;
+  static constexpr int kGrowthFailures = 4;
 
   const PlanRequest& request_;
   const BestOptions& options_;

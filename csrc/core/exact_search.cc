@@ -165,8 +165,8 @@ class UnitProblem {
       lower_bound = std::max(lower_bound, SaturatingAdd(totals[s], covered_units));
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      lower_bound = std::max(lower_bound, SaturatingAdd(LowestFree(static_cast<ItemIndex>(i), 0),
-                                                        items[i].units));
+      lower_bound = std::max(
+          lower_bound, SaturatingAdd(LowestFree(static_cast<ItemIndex>(i), 0), items[i].units));
     }
     if (!searchable) return;
 
@@ -520,11 +520,11 @@ class CanonicalSearch {
         // In (offset, rank) order, by selection: a descent mostly takes the
         // first, where sorting them all would cost more.
         const auto first = candidates.begin() + static_cast<std::ptrdiff_t>(frame.next);
-        std::iter_swap(first, std::min_element(first, candidates.end(),
-                                               [](const Candidate& a, const Candidate& b) {
-                                                 return a.offset != b.offset ? a.offset < b.offset
-                                                                             : a.rank < b.rank;
-                                               }));
+        std::iter_swap(
+            first,
+            std::min_element(first, candidates.end(), [](const Candidate& a, const Candidate& b) {
+              return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+            }));
         const Candidate candidate = candidates[frame.next++];
         const int32_t twin = part.twin[candidate.rank];
         if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
@@ -759,9 +759,8 @@ class CanonicalSearch {
 
   void SweepLowest(SectionIndex first, SectionIndex last) {
     heap_.clear();
-    const auto later = [](const std::pair<Unit, ItemIndex>& x, const std::pair<Unit, ItemIndex>& y) {
-      return x > y;
-    };
+    const auto later = [](const std::pair<Unit, ItemIndex>& x,
+                          const std::pair<Unit, ItemIndex>& y) { return x > y; };
     const auto push = [&](ItemIndex j) {
       if (offset_[j] != kNoUnit) return;
       heap_.push_back({min_offset_[j], j});
@@ -983,8 +982,8 @@ int64_t FirstNodeLimit(const UnitProblem& problem) {
 Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& offsets) {
   Size bufsize = 0;
   for (size_t t = 0; t < problem.tensors.size(); ++t) {
-    bufsize = std::max(bufsize, AlignUp(SaturatingAdd(offsets[t], problem.tensors[t].size),
-                                        problem.alignment));
+    bufsize = std::max(
+        bufsize, AlignUp(SaturatingAdd(offsets[t], problem.tensors[t].size), problem.alignment));
   }
   for (const Obstacle& o : problem.obstacles) {
     bufsize = std::max(bufsize, AlignUp(SaturatingAdd(o.offset, o.tensor.size), problem.alignment));
@@ -1004,8 +1003,7 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
   int64_t remaining = limits.max_nodes;
   for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    const Decision decision =
-        Decide(units, capacity_units, std::min(limit, remaining), controller);
+    const Decision decision = Decide(units, capacity_units, std::min(limit, remaining), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
     if (decision.fit == Fit::kUnknown) continue;
@@ -1063,8 +1061,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   // Rounds of doubling node limits. Each first tries the lower bound (often
   // feasible, and then optimal), then halves the gap to the best bufsize
   // known with a quarter of that limit per probe, about as many nodes in all.
-  for (int64_t limit = FirstNodeLimit(units);
-       lower < upper && remaining > 0 && !controller.Poll();
+  for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     if (probe_at(lower, limit) || lower >= upper) continue;
     Unit low = lower + 1;  // The bound itself did not answer at this limit.

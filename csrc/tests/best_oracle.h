@@ -73,7 +73,8 @@ inline std::string CheckClaims(const PlanRequest& r, const BestResult& best, boo
   *brute_forced = true;
   if (*optimum < 0) return "brute force finds no packing where PlanBest planned";
   if (*best.lower_bound > *optimum + others) return "the lower bound exceeds the optimum";
-  if (best.proved_optimal && bufsize != *optimum) return "proved optimal, but brute force does better";
+  if (best.proved_optimal && bufsize != *optimum)
+    return "proved optimal, but brute force does better";
   return "";
 }
 

@@ -89,11 +89,13 @@ PlanRequest TinyRequest(std::mt19937_64& rng) {
   const int count = static_cast<int>(Pick(rng, 1, 5));
   for (int i = 0; i < count; ++i) {
     const Time start = Pick(rng, 0, 4);
-    r.tensors.push_back({{start, start + Pick(rng, 0, 3)}, Pick(rng, 0, 6) == 0 ? 0 : Pick(rng, 1, 8)});
+    r.tensors.push_back(
+        {{start, start + Pick(rng, 0, 3)}, Pick(rng, 0, 6) == 0 ? 0 : Pick(rng, 1, 8)});
   }
   if (Pick(rng, 0, 3) == 0) {  // An obstacle at any offset, unaligned too.
     const Size size = Pick(rng, 1, 4);
-    r.placed.push_back({{{Pick(rng, 0, 4), 4}, size}, {1, Pick(rng, 0, r.memories[0].size - size)}});
+    r.placed.push_back(
+        {{{Pick(rng, 0, 4), 4}, size}, {1, Pick(rng, 0, r.memories[0].size - size)}});
   }
   return r;
 }

@@ -101,8 +101,8 @@ PackingProblem TinyProblem(std::mt19937_64& rng) {
   const int count = static_cast<int>(Pick(rng, 0, 6));
   for (int i = 0; i < count; ++i) {
     const Time start = Pick(rng, 0, 5);
-    const Lifetime lifetime =
-        Pick(rng, 0, 9) == 0 ? Lifetime{start + 1, start} : Lifetime{start, start + Pick(rng, 0, 3)};
+    const Lifetime lifetime = Pick(rng, 0, 9) == 0 ? Lifetime{start + 1, start}
+                                                   : Lifetime{start, start + Pick(rng, 0, 3)};
     p.tensors.push_back({lifetime, Pick(rng, 0, 5) == 0 ? 0 : Pick(rng, 1, 9)});
   }
   const int obstacles = static_cast<int>(Pick(rng, 0, 3) == 0 ? Pick(rng, 1, 2) : 0);

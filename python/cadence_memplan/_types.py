@@ -68,7 +68,9 @@ class PlanResult:
     has a total bufsize of at least ``lower_bound`` bytes, and every other valid plan is
     worse; with one memory it bounds the bufsize. ``proved_optimal`` is True when the
     plan's total bufsize equals it, so no valid plan is better (always False for
-    ``"position"`` and ``"heuristic"``).
+    ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
+    ``(milliseconds, total bufsize)`` each time the search's best plan improved, the first
+    entry its first plan.
     """
 
     mem_ids: npt.NDArray[np.int64]
@@ -80,3 +82,4 @@ class PlanResult:
     strategy: str | None = None
     proved_optimal: bool = False
     lower_bound: int | None = None
+    progress: tuple[tuple[float, int], ...] | None = None

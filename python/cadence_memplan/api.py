@@ -141,6 +141,7 @@ def plan_prepared(
         strategy=core.strategy,
         proved_optimal=core.proved_optimal,
         lower_bound=core.lower_bound,
+        progress=core.progress,
     )
 
 
