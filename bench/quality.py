@@ -188,6 +188,13 @@ def main(argv: list[str] | None = None) -> None:
         "--no-hierarchy", action="store_true", help="skip the hierarchy table altogether"
     )
     parser.add_argument(
+        "--sets",
+        nargs="+",
+        choices=("challenging", "real"),
+        default=["challenging", "real"],
+        help="the one-memory sets to run (default both)",
+    )
+    parser.add_argument(
         "--budget-ms",
         type=float,
         default=1000.0,
@@ -204,9 +211,11 @@ def main(argv: list[str] | None = None) -> None:
     if not INSTANCES.is_dir():
         sys.exit(f"error: {INSTANCES} is not present")
 
-    challenging, _ = one_memory_rows("challenging", args.budget_ms, args.supermalloc_max_tensors)
-    real, _ = one_memory_rows("real", DEFAULT_BUDGET_MS, args.supermalloc_max_tensors)
-    one = markdown(ONE_MEMORY_HEADERS, challenging + real)
+    rows: list[list[str]] = []
+    for folder in args.sets:
+        budget = args.budget_ms if folder == "challenging" else DEFAULT_BUDGET_MS
+        rows += one_memory_rows(folder, budget, args.supermalloc_max_tensors)[0]
+    one = markdown(ONE_MEMORY_HEADERS, rows)
     print("\n".join(one), flush=True)
     hierarchy: list[str] = []
     if not args.no_hierarchy:

@@ -969,9 +969,10 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
-// MinimizeBufsize's nodes for halving the gap, per node of its probe at the
-// bound: that probe runs up to one search per preorder.
-constexpr int64_t kDescentShare = 3;
+// MinimizeBufsize's nodes for halving the gap per round, per node of the
+// round's limit (the probe at the bound takes up to one limit per preorder):
+// most of each round goes to the bound, which, when feasible, ends the search.
+constexpr int64_t kDescentShare = 1;
 
 int64_t FirstNodeLimit(const UnitProblem& problem) {
   return std::max<int64_t>(64, 2 * static_cast<int64_t>(problem.items.size()));
@@ -1060,7 +1061,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   };
   // Rounds of doubling node limits. Each first tries the lower bound (often
   // feasible, and then optimal), then halves the gap to the best bufsize
-  // known with a quarter of that limit per probe, about as many nodes in all.
+  // known with a quarter of that limit per probe, kDescentShare limits in all.
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     if (probe_at(lower, limit) || lower >= upper) continue;

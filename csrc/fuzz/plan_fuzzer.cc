@@ -289,7 +289,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // algorithm="best", with a few improvement rounds and a small node budget
   // for the exact search, to keep inputs fast.
-  const BestCheck best = CheckBest(request, 4, 200);
+  const BestCheck best = CheckBest(request, 4, 200, int64_t{1} << 16);
   if (!best.problem.empty()) {
     std::fprintf(stderr, "plan_fuzzer: best's oracle violated: %s\n", best.problem.c_str());
     std::abort();

@@ -34,7 +34,8 @@ struct BestCheck {
 
 // The lower bound and the optimality claim of `best`, against brute force
 // when it can run (tensors <= 5, offsets <= 24 per tensor).
-inline std::string CheckClaims(const PlanRequest& r, const BestResult& best, bool* brute_forced) {
+inline std::string CheckClaims(const PlanRequest& r, const BestResult& best, int64_t brute_steps,
+                               bool* brute_forced) {
   const std::vector<Size> cost = PlanCost(r, best.plan);
   bool nothing_outside = true;
   for (size_t k = 0; k + 1 < cost.size(); ++k) nothing_outside &= cost[k] == 0;
@@ -56,29 +57,35 @@ inline std::string CheckClaims(const PlanRequest& r, const BestResult& best, boo
   for (const PlacedTensor& p : r.placed) {
     if (p.placement.mem_id == 1) obstacles.push_back({p.tensor, p.placement.offset});
     placed_ends[p.placement.mem_id] = std::max(
-        placed_ends[p.placement.mem_id],
-        AlignUp(p.placement.offset + p.tensor.size, r.memories[p.placement.mem_id - 1].alignment));
+        placed_ends[p.placement.mem_id], AlignUp(SaturatingAdd(p.placement.offset, p.tensor.size),
+                                                 r.memories[p.placement.mem_id - 1].alignment));
   }
-  for (size_t m = 2; m < placed_ends.size(); ++m) others += placed_ends[m];
+  for (size_t m = 2; m < placed_ends.size(); ++m) others = SaturatingAdd(others, placed_ends[m]);
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     if (r.tensors[i].size > 0) tensors.push_back(r.tensors[i]);
   }
   const Size bufsize = best.plan.bufsizes[1];
-  if (tensors.size() > 5 || bufsize / memory.alignment > 24) return "";
+  if (tensors.size() > 5 || bufsize / memory.alignment > 24 || bufsize > (Size{1} << 40)) {
+    return "";
+  }
   const std::optional<Size> optimum =
       BruteForcePacking(tensors, obstacles, memory.alignment, std::min(memory.size, bufsize))
-          .Optimum(int64_t{1} << 22);
+          .Optimum(brute_steps);
   if (!optimum) return "";
   *brute_forced = true;
   if (*optimum < 0) return "brute force finds no packing where PlanBest planned";
-  if (*best.lower_bound > *optimum + others) return "the lower bound exceeds the optimum";
+  if (*best.lower_bound > SaturatingAdd(*optimum, others)) {
+    return "the lower bound exceeds the optimum";
+  }
   if (best.proved_optimal && bufsize != *optimum)
     return "proved optimal, but brute force does better";
   return "";
 }
 
-inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int64_t max_nodes) {
+// `brute_steps` caps the brute force of each check (packing_oracle.h).
+inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int64_t max_nodes,
+                           int64_t brute_steps) {
   BestCheck check;
   BestOptions options;
   options.budget_ms = 1e12;  // Deterministic: the rounds and the nodes end the search.
@@ -142,7 +149,8 @@ inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int
       check.problem = "PlanBest is worse than its portfolio alone";
     }
     check.proved = best.proved_optimal;
-    if (std::string claim = CheckClaims(r, best, &check.brute_forced); !claim.empty()) {
+    if (std::string claim = CheckClaims(r, best, brute_steps, &check.brute_forced);
+        !claim.empty()) {
       check.problem = claim;
     }
     const BestResult again = PlanBest(r, options);

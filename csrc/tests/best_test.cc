@@ -69,7 +69,7 @@ void CheckRandomCase(uint64_t seed, Stats& stats) {
   if (Pick(rng, 0, 9) == 0 && !r.placed.empty()) r.placed.push_back(r.placed.back());
   memplan_test::SetContext("seed " + std::to_string(seed));
   ++stats.cases;
-  const BestCheck check = CheckBest(r, 40, 300);
+  const BestCheck check = CheckBest(r, 40, 300, int64_t{1} << 20);
   if (!CHECK(check.problem.empty())) std::cerr << "    " << check.problem << "\n";
   stats.planned += check.outcome == BestOutcome::kPlanned;
   stats.failed += check.outcome == BestOutcome::kFailed;
@@ -105,7 +105,7 @@ void CheckTinyCase(uint64_t seed, Stats& stats) {
   const PlanRequest r = TinyRequest(rng);
   memplan_test::SetContext("tiny seed " + std::to_string(seed));
   ++stats.cases;
-  const BestCheck check = CheckBest(r, 10, 100000);
+  const BestCheck check = CheckBest(r, 10, 100000, int64_t{1} << 22);
   if (!CHECK(check.problem.empty())) std::cerr << "    " << check.problem << "\n";
   stats.planned += check.outcome == BestOutcome::kPlanned;
   stats.proved += check.proved;

@@ -41,15 +41,12 @@ class BruteForcePacking {
   }
 
   static bool Meet(const Tensor& a, Offset x, const Tensor& b, Offset y) {
-    return a.size > 0 && b.size > 0 && a.lifetime.Overlaps(b.lifetime) && x < y + b.size &&
-           y < x + a.size;
+    return a.size > 0 && b.size > 0 && a.lifetime.Overlaps(b.lifetime) &&
+           x < SaturatingAdd(y, b.size) && y < SaturatingAdd(x, a.size);
   }
 
  private:
-  Size End(Offset x, Size size) const {
-    const Size end = x + size;  // Tiny values: no overflow.
-    return (end + alignment_ - 1) / alignment_ * alignment_;
-  }
+  Size End(Offset x, Size size) const { return AlignUp(SaturatingAdd(x, size), alignment_); }
 
   void Place(size_t i, Size bufsize) {
     if (steps_left_ < 0 || (best_ >= 0 && bufsize >= best_)) return;
@@ -58,7 +55,7 @@ class BruteForcePacking {
       return;
     }
     const Tensor& t = tensors_[i];
-    for (Offset x = 0; End(x, t.size) <= capacity_; x += alignment_) {
+    for (Offset x = 0; End(x, t.size) <= capacity_; x = SaturatingAdd(x, alignment_)) {
       if (--steps_left_ < 0) return;
       bool free = true;
       for (size_t j = 0; j < i && free; ++j) free = !Meet(t, x, tensors_[j], offsets_[j]);

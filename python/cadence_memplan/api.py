@@ -48,7 +48,8 @@ __all__ = [
     "validate",
 ]
 
-# algorithm="best": a cap on the search, not its expected length (see plan()).
+# algorithm="best": a cap on the search, spent only while the plan is not proved optimal
+# (see plan()).
 DEFAULT_BUDGET_MS = 5000.0
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -173,15 +174,22 @@ def plan(
 
     ``algorithm``: ``"position"`` (the default, as upstream's ``mem_algo=0``) is upstream's
     PositionBasedGreedyWithHierarchy (first fit), ``"heuristic"`` its GreedyWithHeuristic
-    (best fit, arXiv 2001.03288). ``"best"`` (``mem_algo=2``) tries both placers on
-    several visit orders, then improves the best order (squeaky wheel), and keeps the plan
-    with the fewest tensor bytes outside memory 1, then outside memories 1-2, and so on,
-    then the smallest total bufsize; with one memory, the smallest bufsize. It is never
-    worse than both upstream placers and deterministic; ``budget_ms`` caps its search
-    (default 5 s: plans of a few thousand tensors take milliseconds and never reach it,
-    graphs of tens of thousands use it up, and then the result depends on how far the
-    search got), and ``PlanResult.strategy`` names the winner. Its candidates run in
-    threads, with the GIL released, and give the same plan as one after another.
+    (best fit, arXiv 2001.03288). ``"best"`` (``mem_algo=2``) keeps the plan with the
+    fewest tensor bytes outside memory 1, then outside memories 1-2, and so on, then the
+    smallest total bufsize; with one memory, the smallest bufsize. It tries both placers
+    on several visit orders; when nothing lies outside memory 1 it then minimises memory
+    1's bufsize by an exact search (docs/quality.md) until it proves the plan optimal,
+    otherwise it improves the best order (squeaky wheel) and packs more tensors into
+    memory 1 with the exact search. It is never worse than both upstream placers.
+    ``PlanResult.proved_optimal`` and ``PlanResult.lower_bound`` say what it proved,
+    ``PlanResult.strategy`` what found the plan, ``PlanResult.progress`` how the plan
+    improved over time. ``budget_ms`` caps the search (default 5 s); it is spent only
+    while the plan is not proved optimal, so plans already at their bound return in
+    milliseconds. ``max_nodes`` caps the exact search's work instead: with a large
+    ``budget_ms`` the result is then the same on every run, whatever the load of the
+    machine (a wall-clock budget can change the plan from run to run, never its
+    validity). ``threads`` (0: one per core) runs its candidates and the exact search's
+    members in threads, with the GIL released; the plan does not depend on it.
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
