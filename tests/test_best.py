@@ -11,6 +11,7 @@ than taken from the core, so that the test shares no code with what it checks.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 from pathlib import Path
 
@@ -188,6 +189,11 @@ def test_proves_the_optimum_of_a_cut_rectangle(seed: int) -> None:
     assert int(result.bufsizes[1]) == height * alignment
     assert result.lower_bound == height * alignment
     assert result.proved_optimal
+    # The progress ends at the plan returned, improving all along.
+    assert result.progress
+    totals = [total for _, total in result.progress]
+    assert totals[-1] == height * alignment
+    assert all(later < earlier for earlier, later in itertools.pairwise(totals))
 
 
 def brute_force_bufsize(starts, ends, sizes, capacity: int, alignment: int) -> int | None:
