@@ -9,6 +9,7 @@ tests/test_api.py holds the two copies equal.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -85,3 +86,14 @@ def check_memories(
                 raise ValueError(
                     f"{prefix}memory {index + 1}: {what} {value!r} is not an integer in [1, 2^62]"
                 )
+
+
+def check_budget_ms(budget_ms: object) -> float:
+    """``budget_ms`` as a float, or ValueError unless it is a number >= 0 (NaN is not)."""
+    try:
+        budget = float(budget_ms)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        budget = math.nan
+    if not budget >= 0:  # NaN too
+        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
+    return budget

@@ -5,7 +5,6 @@ bound attached."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -22,7 +21,7 @@ from ._types import (
     PlanResult,
     Preplaced,
 )
-from ._validation import MAX_MEMORIES, as_int64
+from ._validation import MAX_MEMORIES, as_int64, check_budget_ms
 from .stats import format_bytes, peak_live_bytes
 
 __all__ = [
@@ -119,12 +118,7 @@ def plan_int64(
     classes' way in. ``preplaced`` holds int64 arrays; ``incoming_offsets`` may be empty."""
     if occupancy not in OCCUPANCIES:
         raise ValueError(f"occupancy must be one of {OCCUPANCIES}, got {occupancy!r}")
-    try:
-        budget = float(budget_ms)
-    except (TypeError, ValueError):
-        budget = math.nan
-    if not budget >= 0:  # NaN too
-        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
+    budget = check_budget_ms(budget_ms)
     try:
         mem_ids, offsets, bufsizes, memory_order, chosen, strategy = _core.plan(
             algorithm,
