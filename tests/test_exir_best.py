@@ -153,9 +153,10 @@ def assert_valid_plan(
         return
     memories = sorted({mem_ids[i] for i in owners})
     rank = {m: r + 1 for r, m in enumerate(memories)}
+    shift = min(0, *(time for i in owners for time in planned[i].lifetime))
     problem = cadence_memplan.validate(
-        [planned[i].lifetime[0] for i in owners],
-        [planned[i].lifetime[1] for i in owners],
+        [planned[i].lifetime[0] - shift for i in owners],
+        [planned[i].lifetime[1] - shift for i in owners],
         [planned[i].allocated_memory for i in owners],
         [rank[mem_ids[i]] for i in owners],
         [planned[i].mem_offset for i in owners],
@@ -299,6 +300,14 @@ def test_storage_chain_keeps_its_offsets() -> None:
     assert not offsets[1] <= offsets[4] < offsets[1] + 128
     assert not offsets[4] <= offsets[1] < offsets[4] + 128
     assert check_best(case) in ("smaller", "tie")
+
+
+def test_negative_node_indices() -> None:
+    """exir's greedy takes any int lifetimes; the core's node indices start at 0, so best
+    shifts them."""
+    case = GreedyCase(tuple(replace(s, lifetime=(s.lifetime[0] - 5, s.lifetime[1] - 5))
+                            for s in stacked_case().specs))  # fmt: skip
+    assert check_best(case) == "smaller"
 
 
 def test_suite_keeps_greedy_on_a_tie_and_best_when_smaller() -> None:

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BUILTIN_INPUTS", "DEFAULT_INPUT", "MODELS", "SYNTHETIC_SIZES", "build_model"]
+__all__ = [
+    "BUILTIN_INPUTS",
+    "DEFAULT_INPUT",
+    "MODELS",
+    "SYNTHETIC_SIZES",
+    "build_model",
+    "example_calls",
+]
 
 # name -> what it is; each takes the options of its builder below.
 MODELS: dict[str, str] = {
@@ -160,7 +167,9 @@ def _decoder(
             logits: torch.Tensor = self.head(self.norm(x))
             return logits
 
-    return Decoder(), (torch.tensor([[3]]), torch.tensor([0]))
+    # Inference only: exir's passes re-run the cache's in-place writes, which autograd
+    # refuses for values computed from parameters that require grad (non-strict export).
+    return Decoder().requires_grad_(False), (torch.tensor([[3]]), torch.tensor([0]))
 
 
 _BUILDERS: dict[str, Callable[..., Built]] = {
@@ -182,3 +191,15 @@ def build_model(name: str, **options: Any) -> Built:
     torch.manual_seed(0)  # random init weights and inputs, the same every run
     model, inputs = _BUILDERS[name](**options)
     return model.eval(), inputs
+
+
+def example_calls(name: str, inputs: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
+    """The calls to run a model of :data:`MODELS` on, in order, from its example inputs:
+    four decoding steps for the decoder (its KV cache carries over from call to call),
+    the example inputs once for the others."""
+    import torch
+
+    if name != "decoder":
+        return [inputs]
+    token, _ = inputs
+    return [(token + step, torch.tensor([step])) for step in range(4)]
