@@ -94,8 +94,9 @@ def _chain_lifetimes(
     children = np.flatnonzero((read.bases >= 0) & (read.starts <= read.ends))
     if not len(children):
         return starts, ends
-    widened = np.unique(roots[children])
-    empty = widened[starts[widened] > ends[widened]]  # storage alive only for its children
+    empty = np.zeros(len(starts), dtype=bool)  # storage alive only for its children
+    empty[roots[children]] = True
+    empty &= starts > ends
     starts[empty], ends[empty] = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     np.minimum.at(starts, roots[children], read.starts[children])
     np.maximum.at(ends, roots[children], read.ends[children])
@@ -162,7 +163,8 @@ def _smaller_plan(
     offsets, objects = packing.offsets.copy(), packing.objects.copy()
     bufsizes = packing.bufsizes.copy()
     owners = np.flatnonzero(read.bases == -1)
-    for mem_id in np.unique(packing.mem_ids[owners]).tolist():
+    # sorted(set()), not np.unique: that imports numpy.ma on its first call.
+    for mem_id in sorted(set(packing.mem_ids[owners].tolist())):
         start = int(input_sizes[mem_id]) if mem_id < len(input_sizes) else 0
         if start < 0:
             continue  # not a layout the runtime can hold: greedy's, as exir would
