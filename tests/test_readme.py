@@ -1,5 +1,6 @@
-"""The README as a user reads it: its Python snippets run as written, its test command is
-the one .ci/run runs, and every pip command with an extra quotes its brackets."""
+"""The README as a user reads it: its Python snippets (and docs/exir.md's) run as written,
+its test command is the one .ci/run runs, and every pip command with an extra quotes its
+brackets."""
 
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = (README, README.parent / "docs" / "exir.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 pytestmark = pytest.mark.skipif(not README.is_file(), reason="README.md is not beside tests/")
 
 
-def blocks(language: str) -> list[str]:
-    if not README.is_file():
-        return []
-    return [body for lang, body in FENCE.findall(README.read_text("utf-8")) if lang == language]
+def blocks(language: str, documents: tuple[Path, ...] = (README,)) -> list[str]:
+    return [
+        body
+        for document in documents
+        if document.is_file()
+        for lang, body in FENCE.findall(document.read_text("utf-8"))
+        if lang == language
+    ]
 
 
 def needs_executorch(code: str) -> bool:
@@ -33,7 +39,7 @@ def needs_executorch(code: str) -> bool:
             code,
             marks=[pytest.mark.executorch] if needs_executorch(code) else [],
         )
-        for code in blocks("python")
+        for code in blocks("python", DOCS)
     ],
     ids=lambda code: code.strip().splitlines()[-1][:40],
 )
@@ -54,6 +60,8 @@ def test_readme_has_the_snippets_this_file_runs() -> None:
     assert any("cm.plan(" in code for code in snippets)
     assert any("CadenceMemoryPlanning(" in code for code in snippets)
     assert any("cadence_memplan.exir.memory_planning_pass()" in code for code in snippets)
+    exir_snippets = blocks("python", DOCS[1:])
+    assert any("memory_planning_pass(smallest=True)" in code for code in exir_snippets)
 
 
 def test_first_block_is_the_two_commands() -> None:

@@ -19,7 +19,7 @@ from ._types import (
     PlanResult,
     Preplaced,
 )
-from ._validation import MAX_MEMORIES, as_int64, check_budget, check_choice
+from ._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice
 
 __all__ = [
     "BANK_DTYPE",
@@ -183,7 +183,7 @@ def plan(
     """
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_choice("occupancy", occupancy, OCCUPANCIES)
-    budget = check_budget(budget_ms)
+    budget = check_budget_ms(budget_ms)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
