@@ -131,7 +131,9 @@ def test_csv_table_numbers(small_csv: Path) -> None:
     assert result.returncode == 0, result.stderr
     expected = expected_plan(small_csv, TWO_MEMORIES, DEFAULT_ALGORITHM)
     sizes = read_minimalloc_csv(small_csv).sizes
-    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("1 ", "2 "))]
+    rows = [
+        line.split() for line in result.stdout.splitlines() if line.startswith(("mem1 ", "mem2 "))
+    ]
     assert len(rows) == 2
     for mem_id, row in enumerate(rows, start=1):
         chosen = expected.mem_ids == mem_id
@@ -473,8 +475,8 @@ def test_memory_names_follow_one_rule(small_csv: Path, tmp_path: Path) -> None:
     config.write_text(json.dumps({"memories": [{"size": "256KiB"}, {"size": "4MiB"}]}))
     from_file = run(small_csv, "--memory-config", config)
     assert memory_names(default) == memory_names(spelled_out) == ["fast", "near", "far"]
-    assert memory_names(unnamed) == ["1", "2", "3"]
-    assert memory_names(from_file) == ["1", "2"]
+    assert memory_names(unnamed) == ["mem1", "mem2", "mem3"]
+    assert memory_names(from_file) == ["mem1", "mem2"]
 
 
 def test_plot_without_matplotlib_names_the_extra_quoted(
@@ -488,3 +490,266 @@ def test_plot_without_matplotlib_names_the_extra_quoted(
     assert status == 2
     assert 'pip install "cadence-memplan[plot]"' in capsys.readouterr().err
     assert not (tmp_path / "map.png").exists()
+
+
+# --------------------------------------------------------------------------- outputs are safe
+
+
+def folder_listing(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["--out", "{csv}"], "--out {csv}: is the input {name}"),
+        (["--out", "./{name}"], "is the input"),
+        (["--out", "{link}"], "is the input"),
+        (["--out-minimalloc", "{csv}", "--memory", "1MiB:1"], "is the input"),
+        (["--memory-config", "{config}", "--out", "{config}"], "is the input"),
+        (["--out", "same.json", "--trace", "same.json"], "--out same.json writes the same file"),
+        (["--out", "same.json", "--trace", "./same.json"], "--out same.json writes the same file"),
+        (["--out", "{folder}"], "is a directory"),
+        (["--memory", "1MiB:1", "--out", "s.csv", "--out-minimalloc", "s.csv"], "writes the same"),
+    ],
+)
+def test_an_output_that_would_clobber_an_input_or_another_output_is_refused(
+    small_csv: Path, tmp_path: Path, outputs: list[str], message: str
+) -> None:
+    """Refused before any work, and nothing in the folder changes."""
+    link = tmp_path / "hard-link.csv"
+    link.hardlink_to(small_csv)
+    config = tmp_path / "memories.json"
+    config.write_text(json.dumps({"memories": [{"size": "1MiB"}]}))
+    folder = tmp_path / "plan.json"
+    folder.mkdir()
+    names = {"csv": small_csv, "name": small_csv.name, "link": link, "config": config,
+             "folder": folder}  # fmt: skip
+    arguments = [argument.format(**names) for argument in outputs]
+    before = folder_listing(tmp_path)
+    result = subprocess.run(
+        [*CLI, small_csv.name, *arguments], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: ")
+    assert message.format(**names) in line
+    assert not PROGRESS_LINE.search(result.stderr), "work started before the paths were checked"
+    assert folder_listing(tmp_path) == before
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_output_where_no_file_can_be_created_is_refused_before_any_work(
+    small_csv: Path,
+) -> None:
+    result = run(small_csv, "--out", "/proc/plan.json")
+    assert result.returncode == 2
+    assert "--out /proc/plan.json: cannot create a file in /proc" in error_line(result)
+    assert not PROGRESS_LINE.search(result.stderr)
+
+
+def test_outputs_are_all_written_or_none_on_ctrl_c(
+    small_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the trace is being written (after the plan file was): neither output
+    appears, the old plan file is kept as it was, and no temporary file is left."""
+    from cadence_memplan.cli import plan_command
+
+    plan, trace = tmp_path / "plan.json", tmp_path / "trace.json"
+    plan.write_text("the user's previous plan")
+    write_trace = plan_command.write_trace
+
+    def interrupted(path: Path, *arguments: object, **options: object) -> None:
+        write_trace(path, *arguments, **options)  # type: ignore[arg-type]
+        assert Path(path).stat().st_size > 0  # written, but not yet in place
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plan_command, "write_trace", interrupted)
+    before = folder_listing(tmp_path)
+    status = main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)])
+    assert status == 130
+    assert folder_listing(tmp_path) == before
+    # Without the interruption, both are written and nothing else is left beside them.
+    monkeypatch.setattr(plan_command, "write_trace", write_trace)
+    assert main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)]) == 0
+    assert sorted(folder_listing(tmp_path)) == ["plan.json", "small.csv", "trace.json"]
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert len(read_plan(plan)) == 12
+
+
+def test_a_failed_write_leaves_no_output(
+    small_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """An error in the last output (a full disk, say): exit 1 naming that output, and the
+    outputs written before it are not put in place either."""
+    from cadence_memplan.cli import plan_command
+
+    def disk_full(path: Path, *arguments: object, **options: object) -> None:
+        Path(path).write_text("{")
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(plan_command, "write_trace", disk_full)
+    plan, trace = tmp_path / "plan.csv", tmp_path / "trace.json"
+    status = main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)])
+    assert status == 1
+    assert f"cannot write {trace}: No space left on device" in capsys.readouterr().err
+    assert sorted(folder_listing(tmp_path)) == ["small.csv"]
+
+
+def test_a_replaced_output_keeps_its_permissions(small_csv: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text("old")
+    plan.chmod(0o640)
+    assert run(small_csv, "--out", plan, "-q").returncode == 0
+    assert plan.stat().st_mode & 0o777 == 0o640
+    assert len(read_plan(plan)) == 12
+
+
+def test_write_whole_leaves_the_file_alone_on_error(tmp_path: Path) -> None:
+    """The library's writers go through the same helper."""
+    from cadence_memplan.io.outputs import write_whole
+
+    target = tmp_path / "kept.txt"
+    target.write_text("before")
+
+    def fail_halfway() -> None:
+        with write_whole(target) as partial:
+            partial.write_text("half")
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fail_halfway()
+    assert target.read_text() == "before"
+    assert [path.name for path in tmp_path.iterdir()] == ["kept.txt"]
+    with write_whole(target) as partial:
+        partial.write_text("after")
+    assert target.read_text() == "after"
+
+
+# --------------------------------------------------------------------------- plausible memories
+
+
+@pytest.mark.parametrize(
+    ("memory", "warning"),
+    [
+        ("16:256KiB", ("memory mem1: size 16 B and alignment 256KiB look swapped (SIZE comes"
+         " first: 256KiB:16?)")),
+        ("64KiB:1GiB", "memory mem1: alignment 1GiB is above its size 64KiB"),
+        ("fast=1MiB:48", "memory fast: alignment 48 is not a power of two"),
+    ],
+)  # fmt: skip
+def test_implausible_memories_are_warned_about_and_still_planned(
+    small_csv: Path, memory: str, warning: str
+) -> None:
+    result = run(small_csv, "--memory", f"{memory},1GiB:64", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stderr
+        == f"cadence-memplan: warning: --memory: {warning}" + (result.stderr.split(warning, 1)[1])
+    )
+    assert len(result.stderr.splitlines()) == 1
+    assert "plan check: valid" in result.stdout
+
+
+def test_implausible_addresses_are_warned_about(small_csv: Path, tmp_path: Path) -> None:
+    config = tmp_path / "memories.json"
+    config.write_text(json.dumps({"memories": [
+        {"name": "dtcm", "size": "64KiB", "alignment": 16, "base_address": "0x10000000"},
+        {"name": "iram", "size": "64KiB", "alignment": 16, "base_address": "0x10000000"},
+        {"name": "sram", "size": "1MiB", "alignment": 64, "base_address": "0x10008000"},
+        {"name": "dram", "size": "1GiB", "alignment": 64, "base_address": "0xF0000000"},
+    ]}))  # fmt: skip
+    result = run(small_csv, "--memory-config", config, "--quiet")
+    assert result.returncode == 0, result.stderr
+    prefix = f"cadence-memplan: warning: --memory-config {config}: "
+    assert result.stderr.splitlines() == [
+        prefix + "memories dtcm and iram have the same base address 0x10000000",
+        prefix + "memories dtcm [0x10000000, 0x10010000) and sram [0x10008000, 0x10108000) overlap",
+        prefix + "memories iram [0x10000000, 0x10010000) and sram [0x10008000, 0x10108000) overlap",
+        prefix + "memory dram: [0xf0000000, 0x130000000) reaches past 2^32 (0x100000000),"
+        " beyond a 32-bit address space",
+    ]
+
+
+def test_the_default_memories_raise_no_warning(small_csv: Path) -> None:
+    assert run(small_csv, "--quiet").stderr == ""
+
+
+# --------------------------------------------------------------------------- one-line errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--algo", "fastest"], "argument --algo: invalid choice: 'fastest'"),
+        (["--no-such-option"], "unrecognized arguments: --no-such-option"),
+        (["--out"], "argument --out: expected one argument"),
+        (["--memory", "-5KiB:16"], "--memory: memory 1 size: '-5KiB' is negative"),
+        (["--memory", "fast=-5KiB:16"], "--memory: memory 1 size: '-5KiB' is negative"),
+        (["--memory", "16:-1"], "--memory: memory 1 alignment: '-1' is negative"),
+    ],
+)
+def test_usage_errors_are_one_line_with_one_prefix(
+    small_csv: Path, arguments: list[str], message: str
+) -> None:
+    result = run(small_csv, *arguments)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("cadence-memplan: error: ")
+    assert message in result.stderr
+
+
+def test_sweep_without_its_required_options_is_one_line(small_csv: Path) -> None:
+    result = run("sweep", small_csv)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        (
+            "cadence-memplan: error: the following arguments are required: --vary, --sizes"
+            " (see cadence-memplan sweep --help)"
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00\xff\xfe", "{path}:1: byte 0xff is not UTF-8 text"),
+        (b"id,lower,upper,size\na,0,3,10\n\xff\n", "{path}:3: byte 0xff is not UTF-8 text"),
+        (b"0,0,3,1000\n1,1,4,3000\n", ("{path}:1: no header: the first line must name the"
+         " columns id,lower,upper,size")),
+        (b"id,lower,upper\na,0,3\n", ("{path}:1: header ['id', 'lower', 'upper'] lacks the"
+         " column(s) ['size']")),
+        (b"# made by hand\nid,lower,upper,size\na,0,x,10\n", "{path}:3: upper is 'x'"),
+    ],
+)  # fmt: skip
+def test_csv_errors_name_the_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "instance.csv"
+    path.write_bytes(content)
+    result = run(path)
+    assert result.returncode == 2
+    assert error_line(result).startswith("cadence-memplan: error: cannot read MiniMalloc CSV: ")
+    assert message.format(path=path) in error_line(result)
+
+
+def test_csv_with_a_byte_order_mark_and_comments(small_csv: Path, tmp_path: Path) -> None:
+    """As Excel saves a CSV file (UTF-8 with a BOM), with a comment line too."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbf# from a spreadsheet\r\n" + SMALL_CSV.replace("\n", "\r\n").encode()
+    )
+    assert read_minimalloc_csv(path).ids.tolist() == read_minimalloc_csv(small_csv).ids.tolist()
+    result = run(path, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "12 tensors planned" in result.stdout
+
+
+def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("id,lower,upper,size\n")
+    result = run(path, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"cadence-memplan: warning: {path} has a header and no buffers: there is nothing to plan\n"
+    )

@@ -264,10 +264,15 @@ def memory_stats(table: TensorTable, memory_count: int) -> list[MemoryStats]:
 def overall_peak(table: TensorTable, node_count: int | None = None) -> tuple[int, int]:
     """(most bytes alive at one node across all memories, first node where that happens).
 
-    Every row counts, as in upstream's ``find_peak_memory_usage``.
+    Alive as everywhere else in this module (the per-memory peak-live bounds, the trace's
+    counter): a row that lies inside another's storage (``shares_storage``) adds no bytes,
+    since its bytes are its host's. Upstream's ``find_peak_memory_usage`` counts every
+    row, so storage shared by Cadence's in-place ops counts twice there
+    (:mod:`cadence_memplan.executorch.reports` keeps upstream's figure).
     """
-    alive = table.starts <= table.ends
+    own = ~table.shares_storage
+    alive = own & (table.starts <= table.ends)
     if not alive.any():
         return 0, 0
     nodes = node_count or int(table.ends[alive].max()) + 1
-    return peak_usage_over_time(table.sizes, table.starts, table.ends, nodes)
+    return peak_usage_over_time(table.sizes[own], table.starts[own], table.ends[own], nodes)

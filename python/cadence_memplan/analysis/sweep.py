@@ -30,6 +30,7 @@ import numpy.typing as npt
 from .._types import PlanningError
 from ..api import plan
 from ..io.memories import Memory, parse_size
+from ..io.outputs import write_whole
 from ..stats import TensorTable, format_bytes, peak_usage_per_memory
 
 __all__ = [
@@ -255,7 +256,7 @@ def write_sweep_csv(
     for memory in memories:
         header += [f"{memory.name}_bytes", f"{memory.name}_tensors", f"{memory.name}_peak_usage"]
     header += ["bytes_outside_memory_1", "fits", "moved_against_growth", "failure"]
-    with open(path, "w", newline="", encoding="utf-8") as stream:
+    with write_whole(path) as partial, partial.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(header)
         for row, note in zip(rows, notes, strict=True):

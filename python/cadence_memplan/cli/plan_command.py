@@ -28,8 +28,8 @@ from .common import (
     Progress,
     add_planning_options,
     check_matplotlib,
-    check_output,
     check_plan,
+    checked_outputs,
     edge_program,
     in_file_terms,
     load_arrays,
@@ -225,14 +225,17 @@ def run(arguments: argparse.Namespace) -> int:
     progress = Progress(arguments.quiet)
     label, kind, path = resolve_input(arguments.input)
     memories = memories_from_arguments(arguments)
-    check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
-    check_output(arguments.out, "--out", (".json", ".csv"))
-    check_output(arguments.trace, "--trace", (".json",))
-    check_output(arguments.out_minimalloc, "--out-minimalloc", (".csv",))
     minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, memories)
-    for solution_path in minimalloc_paths.values():
-        check_output(str(solution_path), "--out-minimalloc", (".csv",))
-    check_output(arguments.pte, "--pte", (".pte",))
+    outputs = checked_outputs(
+        [
+            (arguments.plot, "--plot", PLOT_SUFFIXES),
+            (arguments.out, "--out", (".json", ".csv")),
+            (arguments.trace, "--trace", (".json",)),
+            *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
+            (arguments.pte, "--pte", (".pte",)),
+        ],
+        inputs=[path, arguments.memory_config],
+    )
     check_matplotlib(arguments.plot)
     if arguments.input is None and not model_stack_installed():
         # A numpy-only install still gets a demo from the bare command.
@@ -299,22 +302,25 @@ def run(arguments: argparse.Namespace) -> int:
         print_explanation(explain_peaks(table, len(memories)), memories, names)
         print()
 
-    with writing_outputs():
+    written: list[str] = []  # printed once every output is in place
+    with writing_outputs(outputs) as partial:
         if arguments.out:
-            write_plan(arguments.out, table, memories, algorithm, label, timings)
-            print(f"wrote plan: {arguments.out}")
-        _write_minimalloc(minimalloc_paths, table, memories)
+            write_plan(partial(arguments.out), table, memories, algorithm, label, timings)
+            written.append(f"wrote plan: {arguments.out}")
+        written += _write_minimalloc(minimalloc_paths, table, memories, partial)
         if arguments.trace:
             progress(f"writing {arguments.trace}")
-            write_trace(arguments.trace, table, memories, label, algorithm, names.writer_rows())
-            print(
+            write_trace(
+                partial(arguments.trace), table, memories, label, algorithm, names.writer_rows()
+            )
+            written.append(
                 f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
                 " chrome://tracing; time = node index)"
             )
         if arguments.pte:
             assert program is not None  # --pte was refused above for inputs that are not models
-            Path(arguments.pte).write_bytes(program.buffer)
-            print(
+            partial(arguments.pte).write_bytes(program.buffer)
+            written.append(
                 f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
                 " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
             )
@@ -323,8 +329,12 @@ def run(arguments: argparse.Namespace) -> int:
 
             progress(f"drawing {arguments.plot}")
             node_count = len(node_names) if node_names else None
-            plot_memory_map(arguments.plot, table, memories, f"{label} ({algorithm})", node_count)
-            print(f"wrote memory map: {arguments.plot}")
+            plot_memory_map(
+                partial(arguments.plot), table, memories, f"{label} ({algorithm})", node_count
+            )
+            written.append(f"wrote memory map: {arguments.plot}")
+    for line in written:
+        print(line)
     progress("done")
     if problem is not None:
         raise CliError(f"the plan is invalid: {problem}", EXIT_PLANNING_FAILED)
@@ -348,8 +358,13 @@ def _minimalloc_paths(text: str | None, memories: Sequence[Memory]) -> dict[int,
 
 
 def _write_minimalloc(
-    paths: dict[int, Path], table: TensorTable, memories: Sequence[Memory]
-) -> None:
+    paths: dict[int, Path],
+    table: TensorTable,
+    memories: Sequence[Memory],
+    partial: Callable[[Path], Path],
+) -> list[str]:
+    """Write each memory's MiniMalloc solution (to ``partial(path)``); say what was written."""
+    written = []
     for mem_id, path in paths.items():
         memory = memories[mem_id - 1]
         in_memory = table.mem_ids == mem_id
@@ -359,7 +374,7 @@ def _write_minimalloc(
         never_alive = in_memory & ~table.shares_storage & (table.starts > table.ends)
         rows = np.flatnonzero(in_memory & ~inside & ~never_alive)
         write_minimalloc_solution(
-            path,
+            partial(path),
             [table.labels[row] for row in rows.tolist()],
             table.starts[rows],
             table.ends[rows],
@@ -374,9 +389,10 @@ def _write_minimalloc(
             )
             if count
         ]
-        print(
+        written.append(
             f"wrote MiniMalloc solution: {path} (memory {memory.name}, capacity"
             f" {memory.size:,} B: {len(rows):,} tensor(s)"
             + (f"; left out: {', '.join(left_out)}" if left_out else "")
             + ")"
         )
+    return written

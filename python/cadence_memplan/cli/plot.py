@@ -27,6 +27,7 @@ import numpy as np
 
 from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
 from ..io.memories import Memory
+from ..io.outputs import write_whole
 from ..stats import (
     IntArray,
     TensorTable,
@@ -152,10 +153,11 @@ def plot_memory_map(
         _draw_memory(axis, table, index, memories[index], last_node, tooltips)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper right", fontsize=7, frameon=False, ncols=2)
-    if tooltips:
-        _save_svg_with_titles(figure, path, tooltips)
-    else:
-        figure.savefig(path)
+    with write_whole(path) as partial:
+        if tooltips:
+            _save_svg_with_titles(figure, partial, tooltips)
+        else:
+            figure.savefig(partial)
     plt.close(figure)
 
 
@@ -485,5 +487,6 @@ def plot_sweep(
         f"{title}: what each memory holds as {name} grows", fontsize=10, loc="left"
     )
     figure.tight_layout()
-    figure.savefig(path)
+    with write_whole(path) as partial:
+        figure.savefig(partial)
     plt.close(figure)

@@ -88,7 +88,16 @@ def print_report(
     node = f"node {peak_node}"
     if node_names is not None and peak_node < len(node_names):
         node += f" ({node_names[peak_node]})"
-    print(f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node}")
+    shared = int(table.shares_storage.sum())
+    inside = (
+        f"; {shared:,} tensor(s) inside another's storage add no bytes of their own"
+        if shared
+        else ""
+    )
+    print(
+        f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
+        f" all memories together{inside}"
+    )
     print(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )

@@ -30,8 +30,8 @@ from .common import (
     Progress,
     add_planning_options,
     check_matplotlib,
-    check_output,
     check_plan,
+    checked_outputs,
     edge_program,
     load_arrays,
     memories_from_arguments,
@@ -93,8 +93,10 @@ def run(arguments: argparse.Namespace) -> int:
         sizes = parse_sweep_sizes(arguments.sizes)
     except ValueError as error:
         raise CliError(str(error)) from error
-    check_output(arguments.out, "--out", (".csv",))
-    check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
+    outputs = checked_outputs(
+        [(arguments.out, "--out", (".csv",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
+        inputs=[path, arguments.memory_config],
+    )
     check_matplotlib(arguments.plot)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
@@ -128,16 +130,21 @@ def run(arguments: argparse.Namespace) -> int:
     print_table(*sweep_table(rows, memories, varied))
     _print_sweep_summary(rows, memories, varied)
     print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
-    with writing_outputs():
+    written: list[str] = []  # printed once every output is in place
+    with writing_outputs(outputs) as partial:
         if arguments.out:
-            write_sweep_csv(arguments.out, rows, memories, varied)
-            print(f"wrote sweep: {arguments.out}")
+            write_sweep_csv(partial(arguments.out), rows, memories, varied)
+            written.append(f"wrote sweep: {arguments.out}")
         if arguments.plot:
             from .plot import plot_sweep
 
             progress(f"drawing {arguments.plot}")
-            plot_sweep(arguments.plot, rows, memories, varied, f"{label} ({arguments.algo})")
-            print(f"wrote sweep plot: {arguments.plot}")
+            plot_sweep(
+                partial(arguments.plot), rows, memories, varied, f"{label} ({arguments.algo})"
+            )
+            written.append(f"wrote sweep plot: {arguments.plot}")
+    for line in written:
+        print(line)
     progress("done")
     return 0
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..stats import TensorTable, memory_stats
 from .memories import Memory
+from .outputs import write_whole
 
 __all__ = [
     "PLAN_FORMAT",
@@ -81,7 +82,7 @@ def write_plan(
         )
     )
     if path.suffix.lower() != ".json":
-        with path.open("w", newline="", encoding="utf-8") as file:
+        with write_whole(path) as partial, partial.open("w", newline="", encoding="utf-8") as file:
             writer = csv.writer(file)
             writer.writerow(PLAN_COLUMNS)
             writer.writerows(rows)
@@ -116,7 +117,8 @@ def write_plan(
         ],
         "tensors": tensors,
     }
-    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    with write_whole(path) as partial:
+        partial.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
 def read_plan(path: str | os.PathLike[str]) -> TensorTable:
