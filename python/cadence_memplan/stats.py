@@ -29,6 +29,7 @@ __all__ = [
     "peak_usage_over_time",
     "peak_usage_per_memory",
     "storage_sharing_spec_ids",
+    "summed_sizes_per_memory",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -236,6 +237,17 @@ def peak_usage_over_time(
     usage = np.cumsum(changes)
     peak_node = int(np.argmax(usage))  # The first maximum, as upstream's list.index.
     return int(usage[peak_node]), peak_node
+
+
+def summed_sizes_per_memory(table: TensorTable, memory_count: int) -> IntArray:
+    """Index m = 1..memory_count: the sizes of memory m's tensors added up over the whole
+    graph, each tensor once whenever it is alive (not bytes alive at one moment: that is
+    the peak usage and the peak-live bound). What ``best`` minimises outside memory 1.
+    Rows inside another's storage add nothing (their bytes are their host's)."""
+    own = ~table.shares_storage
+    sums = np.zeros(memory_count + 1, dtype=np.int64)
+    np.add.at(sums, table.mem_ids[own], table.sizes[own])
+    return sums
 
 
 @dataclass(frozen=True)

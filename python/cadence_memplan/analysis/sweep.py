@@ -28,10 +28,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import PlanningError
-from ..api import plan
+from ..api import DEFAULT_BUDGET_MS, plan
 from ..io.memories import Memory, parse_size
 from ..io.outputs import write_whole
-from ..stats import TensorTable, format_bytes, peak_usage_per_memory
+from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_sizes_per_memory
 
 __all__ = [
     "SweepRow",
@@ -105,16 +105,12 @@ def find_memory(memories: Sequence[Memory], text: str) -> int:
 
 
 def _row(size: int, table: TensorTable, memory_count: int) -> SweepRow:
-    own = ~table.shares_storage
-    tensor_bytes = np.bincount(
-        table.mem_ids[own], weights=table.sizes[own], minlength=memory_count + 1
-    )
+    tensor_bytes = summed_sizes_per_memory(table, memory_count)
     counts = np.bincount(table.mem_ids, minlength=memory_count + 1)
     usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)
     return SweepRow(
         size=size,
         fits=True,
-        # bincount's weights are float64: exact below 2^53 bytes per memory.
         tensor_bytes=tuple(int(value) for value in tensor_bytes[1:]),
         tensor_counts=tuple(int(value) for value in counts[1:]),
         peak_usage=tuple(int(value) for value in usage[1:]),
@@ -150,9 +146,11 @@ def arrays_planner(
     sizes: npt.ArrayLike,
     algorithm: str,
     names: Sequence[str] | None = None,
+    budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> PlanAt:
     """``plan_at`` for arrays (CSV instances, synthetic graphs): the array API's plan.
-    ``names`` name the tensors in the reason a plan does not fit (default "tensor i")."""
+    ``names`` name the tensors in the reason a plan does not fit (default "tensor i");
+    ``budget_ms`` caps ``"best"``'s search at each size."""
     sizes_array = np.asarray(sizes, dtype=np.int64)
     starts_array = np.asarray(starts, dtype=np.int64)
     ends_array = np.asarray(ends, dtype=np.int64)
@@ -167,6 +165,7 @@ def arrays_planner(
                 [memory.size for memory in memories],
                 [memory.alignment for memory in memories],
                 algorithm=algorithm,  # type: ignore[arg-type]
+                budget_ms=budget_ms,
             )
         except PlanningError as error:
             index = error.tensor_index

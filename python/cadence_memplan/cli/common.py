@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import re
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._types import ALGORITHMS
-from ..api import validate
+from ..api import DEFAULT_BUDGET_MS, validate
 from ..io.memories import (
     DEFAULT_MEMORY_SPEC,
     Memory,
@@ -86,6 +87,13 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
         " (ours, mem_algo=2) (default: %(default)s)",
     )
+    parser.add_argument(
+        "--budget",
+        metavar="MS",
+        type=_budget,
+        help="with --algo best: stop its search after MS milliseconds (checked between"
+        f" candidate plans) (default: {DEFAULT_BUDGET_MS:g})",
+    )
     for what in ("inputs", "outputs"):
         parser.add_argument(
             f"--alloc-{what}",
@@ -93,6 +101,29 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
             default=True,
             help=f"plan the graph's {what} (models only) (default: yes)",
         )
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0 or math.isinf(value):  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds >= 0")
+    return value
+
+
+def budget_from_arguments(arguments: argparse.Namespace) -> float:
+    """``--budget`` (best's search cap, ms), refused with another placer, which does not
+    search."""
+    if arguments.budget is None:
+        return DEFAULT_BUDGET_MS
+    if arguments.algo != "best":
+        raise CliError(
+            f"--budget applies to --algo best only (--algo {arguments.algo} places every"
+            " tensor once, without a search)"
+        )
+    return float(arguments.budget)
 
 
 def resolve_input(text: str | None) -> tuple[str, str, Path | None]:

@@ -27,6 +27,7 @@ from .common import (
     CliError,
     Progress,
     add_planning_options,
+    budget_from_arguments,
     check_matplotlib,
     check_plan,
     checked_outputs,
@@ -44,6 +45,7 @@ from .models import BUILTIN_INPUTS, DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
 from .report import (
     TensorNames,
+    print_best_summary,
     print_comparison,
     print_explanation,
     print_placer_comparison,
@@ -120,7 +122,9 @@ def _plan_arrays(
     algorithm: str,
     placer: Callable[..., Any] = plan,
     file_terms: bool = False,
-) -> tuple[TensorTable, float]:
+    budget_ms: float | None = None,
+) -> tuple[TensorTable, float, str | None]:
+    """(the plan, the placer's seconds, how "best" found it)."""
     began = time.perf_counter()
     try:
         result = placer(
@@ -130,13 +134,15 @@ def _plan_arrays(
             [memory.size for memory in memories],
             [memory.alignment for memory in memories],
             algorithm=algorithm,
+            **({} if budget_ms is None else {"budget_ms": budget_ms}),
         )
     except (PlanningError, ValueError) as error:
         text = in_file_terms(str(error), labels) if file_terms else str(error)
         code = EXIT_PLANNING_FAILED if isinstance(error, PlanningError) else EXIT_USAGE
         raise CliError(f"planning failed: {one_line(text)}", code) from error
     seconds = time.perf_counter() - began
-    return TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends), seconds
+    table = TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends)
+    return table, seconds, result.strategy
 
 
 def _plan_model(
@@ -145,9 +151,20 @@ def _plan_model(
     path: Path | None,
     memories: Sequence[Memory],
     progress: Progress,
-) -> tuple[Any, TensorTable, list[str], dict[str, float], Callable[[], bool] | None]:
+    budget_ms: float | None,
+) -> tuple[
+    Any,
+    TensorTable,
+    list[str],
+    dict[str, float],
+    Callable[[], bool] | None,
+    str | None,
+    list[tuple[str, TensorTable]],
+]:
     """Export (or load), lower and plan a model; with --compare, also with upstream's pass
-    (the comparison is printed later, after the report, by the returned callable)."""
+    (the comparison is printed later, after the report, by the returned callable). With
+    --algo best, also the plans of upstream's placers (the core's), to show what best
+    changed, and best's strategy."""
     with quiet_libraries(arguments.debug):
         edge = edge_program(label, path, progress)
         from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
@@ -156,9 +173,11 @@ def _plan_model(
         from ..executorch.lowering import lower_and_plan
 
         # to_executorch changes the edge program's graph, so each rival gets its own copy.
-        against_placers = arguments.compare and arguments.algo == "best"
+        best = arguments.algo == "best"
+        against_placers = arguments.compare and best
         upstream_edge = copy.deepcopy(edge) if arguments.compare and not against_placers else None
         rival_edges = [copy.deepcopy(edge) for _ in UPSTREAM_ALGORITHMS] if against_placers else []
+        replan_edge = copy.deepcopy(edge) if best and not against_placers else None
         progress("planning memory in to_executorch with our CadenceMemoryPlanning")
         planning_options = (
             memories,
@@ -167,7 +186,9 @@ def _plan_model(
             arguments.alloc_outputs,
         )
         try:
-            ours = lower_and_plan(edge, CadenceMemoryPlanning, *planning_options, "C++ core")
+            ours = lower_and_plan(
+                edge, CadenceMemoryPlanning, *planning_options, "C++ core", budget_ms
+            )
         except MemoryPlanningAlgoFailure as error:
             # Ours chains the PlanningError, whose message is the clearest.
             cause = error.__cause__
@@ -178,6 +199,19 @@ def _plan_model(
                 message = TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
             raise CliError(f"planning failed: {one_line(message)}", EXIT_PLANNING_FAILED) from error
         compare = None
+        upstream_plans: list[tuple[str, TensorTable]] = []
+        if replan_edge is not None:
+            from ..executorch.sweep import Replanner
+
+            progress("planning again with upstream's two placers, to show what best changed")
+            try:
+                replanner = Replanner(replan_edge, memories, "position", *planning_options[2:])
+                upstream_plans = [
+                    (algorithm, replanner.plan(memories, algorithm))
+                    for algorithm in UPSTREAM_ALGORITHMS
+                ]
+            except (MemoryPlanningAlgoFailure, MemoryError, ValueError) as error:
+                progress(f"not compared with upstream's placers: {one_line(str(error))}")
         if rival_edges:
             rivals = []
             for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
@@ -186,6 +220,7 @@ def _plan_model(
                     rival_edge, CadenceMemoryPlanning, memories, algorithm, *planning_options[2:]
                 )
                 rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
+                upstream_plans.append((algorithm, rival.table))
 
             def compare() -> bool:
                 best = ("best", ours.table, ours.timings["placer (C++ core)"])
@@ -214,7 +249,15 @@ def _plan_model(
                 print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
                 return same and same_bytes
 
-    return ours.program, ours.table, ours.node_names, ours.timings, compare
+    return (
+        ours.program,
+        ours.table,
+        ours.node_names,
+        ours.timings,
+        compare,
+        ours.strategy,
+        upstream_plans,
+    )
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -245,27 +288,33 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.pte and not is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     algorithm = arguments.algo
+    budget_ms = budget_from_arguments(arguments)
+    best_budget = budget_ms if algorithm == "best" else None
 
     program = None
     node_names: list[str] | None = None
     compare: Callable[[], bool] | None = None
+    upstream_plans: list[tuple[str, TensorTable]] = []
     if is_model:
-        program, table, node_names, timings, compare = _plan_model(
-            arguments, label, path, memories, progress
+        program, table, node_names, timings, compare, strategy, upstream_plans = _plan_model(
+            arguments, label, path, memories, progress, best_budget
         )
     else:
         labels, starts, ends, sizes = load_arrays(kind, label, path, progress)
         progress(f"planning {len(labels):,} tensors")
-        table, seconds = _plan_arrays(
-            labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv"
-        )
+        table, seconds, strategy = _plan_arrays(
+            labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv",
+            budget_ms=best_budget,
+        )  # fmt: skip
         timings = {"placer (C++ core)": seconds}
-        if arguments.compare and algorithm == "best":
-            progress("planning again with upstream's two placers (--compare)")
+        if algorithm == "best":
+            progress("planning again with upstream's two placers, to show what best changed")
             rivals = [
-                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival))
+                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival)[:2])
                 for rival in UPSTREAM_ALGORITHMS
             ]
+            upstream_plans = [(rival, rival_table) for rival, rival_table, _ in rivals]
+        if arguments.compare and algorithm == "best":
 
             def compare() -> bool:
                 print_placer_comparison([("best", table, seconds), *rivals], memories)
@@ -275,7 +324,7 @@ def run(arguments: argparse.Namespace) -> int:
             from .. import reference
 
             progress("planning again with cadence_memplan.reference (--compare)")
-            theirs, their_seconds = _plan_arrays(
+            theirs, their_seconds, _ = _plan_arrays(
                 labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
             )
 
@@ -285,6 +334,10 @@ def run(arguments: argparse.Namespace) -> int:
                 )
 
     print_report(label, table, memories, algorithm, timings, node_names)
+    if algorithm == "best":
+        print_best_summary(
+            table, memories, strategy, timings["placer (C++ core)"], budget_ms, upstream_plans
+        )
     same = compare() if compare is not None else True
     problem = check_plan(table, memories)
     if problem is not None and kind == "csv":

@@ -29,6 +29,7 @@ from .common import (
     CliError,
     Progress,
     add_planning_options,
+    budget_from_arguments,
     check_matplotlib,
     check_plan,
     checked_outputs,
@@ -98,6 +99,7 @@ def run(arguments: argparse.Namespace) -> int:
         inputs=[path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
+    budget_ms = budget_from_arguments(arguments)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
         label, kind = "synthetic", "arrays"
@@ -105,12 +107,14 @@ def run(arguments: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if kind in ("model", "archive"):
             stack.enter_context(quiet_libraries(arguments.debug))
-            plan_at = _model_planner(arguments, label, path, memories, varied, sizes, progress)
+            plan_at = _model_planner(
+                arguments, label, path, memories, varied, sizes, progress, budget_ms
+            )
         else:
             labels, starts, ends, tensor_sizes = load_arrays(kind, label, path, progress)
             what = "buffer" if kind == "csv" else "tensor"
             names = [f"{what} {name!r}" for name in labels]
-            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names)
+            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names, budget_ms)
         progress(
             f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
             f" {format_bytes(sizes[-1])}"
@@ -157,6 +161,7 @@ def _model_planner(
     varied: int,
     sizes: Sequence[int],
     progress: Progress,
+    budget_ms: float,
 ) -> Callable[[Sequence[Memory]], TensorTable | str]:
     """Lower the model once; return ``plan_at`` re-running only its memory planning."""
     edge = edge_program(label, path, progress)
@@ -167,7 +172,12 @@ def _model_planner(
     largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
     try:
         replanner = Replanner(
-            edge, largest, arguments.algo, arguments.alloc_inputs, arguments.alloc_outputs
+            edge,
+            largest,
+            arguments.algo,
+            arguments.alloc_inputs,
+            arguments.alloc_outputs,
+            budget_ms if arguments.algo == "best" else None,
         )
     except ValueError as error:
         raise CliError(f"cannot sweep {label}: {error}", EXIT_PLANNING_FAILED) from error
