@@ -344,7 +344,8 @@ def test_plan_json_matches_its_schema_and_reads_back(
     write_plan(path, table, memories, "heuristic", "random", {"placer (C++ core)": 1e-4})
     document = json.loads(path.read_text())
     jsonschema.validate(document, plan_schema())
-    assert document["version"] == 2
+    assert document["version"] == 3
+    assert document["lifetimes"] == "inclusive"
     assert document["input"] == "random"
     stats = memory_stats(table, len(memories))
     for record, stat in zip(document["memories"], stats, strict=True):
@@ -357,7 +358,7 @@ def test_plan_json_matches_its_schema_and_reads_back(
     assert loaded.table.same_plan(table)
     np.testing.assert_array_equal(loaded.table.shares_storage, table.shares_storage)
     assert loaded.memories == memories
-    assert (loaded.algorithm, loaded.input_name, loaded.version) == ("heuristic", "random", 2)
+    assert (loaded.algorithm, loaded.input_name, loaded.version) == ("heuristic", "random", 3)
 
 
 def test_schema_refuses_what_the_reader_cannot_use(tmp_path: Path) -> None:
@@ -369,6 +370,22 @@ def test_schema_refuses_what_the_reader_cannot_use(tmp_path: Path) -> None:
     del document["tensors"][0]["offset"]
     with pytest.raises(jsonschema.ValidationError, match="'offset' is a required property"):
         jsonschema.validate(document, plan_schema())
+
+
+def test_every_plan_file_states_its_lifetimes_and_reads_back(tmp_path: Path) -> None:
+    """The CSV's first line is a comment saying how to read start and end; the reader
+    skips it, and still reads a CSV without it."""
+    table = small_table([0, 16], [1, 1])
+    path = tmp_path / "plan.csv"
+    write_plan(path, table, TWO, "position")
+    first, header = path.read_text().splitlines()[:2]
+    assert first.startswith("# cadence-memplan plan: lifetimes are inclusive [start, end]")
+    assert header == "name,mem_id,offset,size,start,end"
+    assert read_plan(path).same_plan(table)
+    path.write_text("\n".join(path.read_text().splitlines()[1:]) + "\n")
+    assert read_plan(path).same_plan(table)
+    trace = trace_events(table, TWO)
+    assert trace["otherData"]["lifetimes"].startswith("inclusive [start, end] node indices")
 
 
 def test_reads_version_1_plans(tmp_path: Path) -> None:
@@ -400,7 +417,11 @@ def test_reads_version_1_plans(tmp_path: Path) -> None:
     [
         ("{", "not JSON"),
         ("[]", "not a plan file"),
-        ('{"format": "cadence-memplan plan", "version": 7}', "version 7, expected 1 or 2"),
+        ('{"format": "cadence-memplan plan", "version": 7}', "version 7, expected one of 1, 2, 3"),
+        (
+            '{"format": "cadence-memplan plan", "version": 3, "lifetimes": "half-open"}',
+            "'half-open'; this reader knows only \"inclusive\"",
+        ),
         ('{"format": "cadence-memplan plan", "version": 2, "memories": []}', "malformed"),
         (
             (

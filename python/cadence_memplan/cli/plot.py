@@ -394,8 +394,8 @@ def plot_sweep(
     varied: int,
     title: str,
 ) -> None:
-    """Bytes (top) and tensors (bottom) in each memory against the varied memory's size,
-    with the bytes outside memory 1, the sizes that do not fit (shaded), the sizes where
+    """The sum of tensor sizes (top) and the tensors (bottom) in each memory against the
+    varied memory's size, with the sum outside memory 1, the sizes that do not fit (shaded), the sizes where
     a bigger memory held fewer bytes (red triangles) and the first size that keeps every
     tensor in the varied memory or faster ones (dotted line)."""
     import matplotlib
@@ -478,7 +478,7 @@ def plot_sweep(
     bytes_axis.set_ylim(0, max(float(top), 1.0) * 1.08)
     _binary_axis(bytes_axis.yaxis, max(float(top), 1.0) * 1.08)
     _binary_axis(count_axis.xaxis, max(high - low, 1.0))
-    bytes_axis.set_ylabel("tensor bytes")
+    bytes_axis.set_ylabel("sum of tensor sizes")
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
     count_axis.set_xlabel(f"size of {name}")

@@ -44,7 +44,7 @@ from .common import (
 )
 from .models import DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
-from .report import format_seconds, print_table
+from .report import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
 
 def add_parser(commands: Any) -> None:
@@ -132,6 +132,7 @@ def run(arguments: argparse.Namespace) -> int:
     print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
           f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
     print_table(*sweep_table(rows, memories, varied))
+    print(SUM_OF_SIZES_NOTE)
     _print_sweep_summary(rows, memories, varied)
     print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
     written: list[str] = []  # printed once every output is in place

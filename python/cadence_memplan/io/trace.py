@@ -139,7 +139,13 @@ def trace_events(
             )
     return {
         "traceEvents": events,
-        "otherData": {"input": label, "algorithm": algorithm, "time unit": "node index"},
+        "otherData": {
+            "input": label,
+            "algorithm": algorithm,
+            "time unit": "node index",
+            "lifetimes": "inclusive [start, end] node indices: an event covers nodes ts to"
+            " ts + dur - 1 (args.lifetime: [start, end])",
+        },
     }
 
 
