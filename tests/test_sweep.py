@@ -344,5 +344,5 @@ def test_cli_model_sweep(tmp_path: Path) -> None:
     assert [int(row["size"]) for row in rows] == [1024, 6144, 11264, 16384]
     # The mlp's 9 tensors: all in fast once it is big enough, fewer below.
     assert int(rows[-1]["fast_tensors"]) == 9
-    assert int(rows[-1]["bytes_outside_memory_1"]) == 0
-    assert int(rows[0]["bytes_outside_memory_1"]) > 0
+    assert int(rows[-1]["sum_of_sizes_outside_memory_1"]) == 0
+    assert int(rows[0]["sum_of_sizes_outside_memory_1"]) > 0
