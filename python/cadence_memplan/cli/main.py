@@ -1,7 +1,7 @@
 """``cadence-memplan`` / ``python -m cadence_memplan``: plan a model or an instance, report it.
 
     cadence-memplan plan [INPUT] [--memory fast=256KiB:16,near=4MiB:64,far=1GiB:64]
-                         [--algo position] [--plot map.png] [--out plan.json]
+                         [--algo position] [--budget MS] [--plot map.png] [--out plan.json]
                          [--out-minimalloc plan.csv] [--trace trace.json] [--explain]
                          [--pte model.pte] [--compare] [--quiet]
     cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
@@ -15,7 +15,8 @@ planning pass, so the reported plan is exactly the program's; CSV instances and 
 synthetic graphs are planned with the array API (numpy only, no torch needed).
 
 The report goes to stdout; progress lines with the elapsed time go to stderr (``--quiet``
-silences them). Output paths are checked before any planning starts.
+silences them). Output paths are checked before any planning starts, and the outputs are
+written all or none (:mod:`cadence_memplan.io.outputs`). docs/cli.md is the user's page.
 
 ``sweep`` plans INPUT again at STEPS sizes of memory M (a model is lowered once; each
 size re-runs only its memory planning) and prints a row per size: each memory's tensor

@@ -205,9 +205,9 @@ def print_best_summary(
         if usage[1] > usage[0]:
             raised.append(f"{memory.name} by {format_bytes(usage[1] - usage[0])}")
         rows.append(
-            [memory.name, f"{usage[0]:,}", f"{usage[1]:,}", _change(usage)]
-            + [f"{sums[0]:,}", f"{sums[1]:,}", _change(sums)]
-        )
+            [memory.name, f"{usage[0]:,}", f"{usage[1]:,}", _change(usage),
+             f"{sums[0]:,}", f"{sums[1]:,}", _change(sums)]
+        )  # fmt: skip
     outside = (int(their_sums[2:].sum()), int(our_sums[2:].sum()))
     print("best against upstream's position placer (mem_algo=0), per memory:")
     _print_indented(
