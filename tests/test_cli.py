@@ -862,3 +862,15 @@ def test_model_best_against_position(tmp_path: Path) -> None:
         assert rows[memory["name"]][:2] == [f"{usage[0]:,}", f"{usage[1]:,}"]
         assert rows[memory["name"]][3:5] == [f"{sums[0]:,}", f"{sums[1]:,}"]
     assert "best: kept the plan of the " in best.stdout
+
+
+def test_sweep_outputs_are_checked_as_plan_outputs(small_csv: Path, tmp_path: Path) -> None:
+    before = folder_listing(tmp_path)
+    for outputs, message in (
+        (["--out", str(small_csv)], f"--out {small_csv}: is the input {small_csv}"),
+        (["--out", "s.csv", "--plot", str(tmp_path)], "expected a file ending in .png"),
+    ):
+        result = run("sweep", small_csv, "--vary", "fast", "--sizes", "1KiB:4KiB:4", *outputs)
+        assert result.returncode == 2
+        assert message in error_line(result)
+    assert folder_listing(tmp_path) == before
