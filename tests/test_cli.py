@@ -874,3 +874,18 @@ def test_sweep_outputs_are_checked_as_plan_outputs(small_csv: Path, tmp_path: Pa
         assert result.returncode == 2
         assert message in error_line(result)
     assert folder_listing(tmp_path) == before
+
+
+def test_best_where_upstream_placers_do_not_fit(small_csv: Path) -> None:
+    """6,800 B hold best's plan; upstream's placers need 7,312 B."""
+    result = run(small_csv, "--memory", "6800:16", "--algo", "best", "--quiet")
+    assert result.returncode == 0, result.stderr
+    for name in ("position", "heuristic"):
+        with pytest.raises(cadence_memplan.PlanningError):
+            expected_plan(small_csv, "6800:16", name)
+        assert (
+            f"best: upstream's {name} placer finds no plan that fits these memories"
+            in result.stdout
+        )
+    assert "best against upstream's position placer" not in result.stdout
+    assert "plan check: valid" in result.stdout

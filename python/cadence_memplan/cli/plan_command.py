@@ -159,7 +159,7 @@ def _plan_model(
     dict[str, float],
     Callable[[], bool] | None,
     str | None,
-    list[tuple[str, TensorTable]],
+    list[tuple[str, TensorTable | None]],
 ]:
     """Export (or load), lower and plan a model; with --compare, also with upstream's pass
     (the comparison is printed later, after the report, by the returned callable). With
@@ -199,19 +199,21 @@ def _plan_model(
                 message = TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
             raise CliError(f"planning failed: {one_line(message)}", EXIT_PLANNING_FAILED) from error
         compare = None
-        upstream_plans: list[tuple[str, TensorTable]] = []
+        upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
         if replan_edge is not None:
-            from ..executorch.sweep import Replanner
+            from ..executorch.sweep import PLANNING_FAILURES, Replanner
 
             progress("planning again with upstream's two placers, to show what best changed")
             try:
                 replanner = Replanner(replan_edge, memories, "position", *planning_options[2:])
-                upstream_plans = [
-                    (algorithm, replanner.plan(memories, algorithm))
-                    for algorithm in UPSTREAM_ALGORITHMS
-                ]
-            except (MemoryPlanningAlgoFailure, MemoryError, ValueError) as error:
+            except ValueError as error:  # a graph with control flow: planned more than once
                 progress(f"not compared with upstream's placers: {one_line(str(error))}")
+            else:
+                for algorithm in UPSTREAM_ALGORITHMS:
+                    try:
+                        upstream_plans.append((algorithm, replanner.plan(memories, algorithm)))
+                    except PLANNING_FAILURES:
+                        upstream_plans.append((algorithm, None))
         if rival_edges:
             rivals = []
             for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
@@ -294,7 +296,7 @@ def run(arguments: argparse.Namespace) -> int:
     program = None
     node_names: list[str] | None = None
     compare: Callable[[], bool] | None = None
-    upstream_plans: list[tuple[str, TensorTable]] = []
+    upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
     if is_model:
         program, table, node_names, timings, compare, strategy, upstream_plans = _plan_model(
             arguments, label, path, memories, progress, best_budget
@@ -307,13 +309,21 @@ def run(arguments: argparse.Namespace) -> int:
             budget_ms=best_budget,
         )  # fmt: skip
         timings = {"placer (C++ core)": seconds}
+        rivals: list[tuple[str, TensorTable, float]] = []
         if algorithm == "best":
             progress("planning again with upstream's two placers, to show what best changed")
-            rivals = [
-                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival)[:2])
-                for rival in UPSTREAM_ALGORITHMS
-            ]
-            upstream_plans = [(rival, rival_table) for rival, rival_table, _ in rivals]
+            for rival in UPSTREAM_ALGORITHMS:
+                try:
+                    rival_table, rival_seconds, _ = _plan_arrays(
+                        labels, starts, ends, sizes, memories, rival
+                    )
+                except CliError as error:
+                    if error.exit_code != EXIT_PLANNING_FAILED:
+                        raise
+                    upstream_plans.append((rival, None))
+                    continue
+                rivals.append((rival, rival_table, rival_seconds))
+                upstream_plans.append((rival, rival_table))
         if arguments.compare and algorithm == "best":
 
             def compare() -> bool:

@@ -167,12 +167,13 @@ def print_best_summary(
     strategy: str | None,
     seconds: float,
     budget_ms: float,
-    upstream: Sequence[tuple[str, TensorTable]],
+    upstream: Sequence[tuple[str, TensorTable | None]],
 ) -> None:
     """What ``--algo best`` did: the winning strategy and the time against the budget,
     whether the plan is one of upstream's placers' (``upstream``: name and plan, position
-    first), and each memory's peak usage and sum of sizes against position's plan
-    whenever they differ (best may raise one memory's peak to keep bytes in a faster one)."""
+    first; None for a placer that does not fit), and each memory's peak usage and sum of
+    sizes against position's plan whenever they differ (best may raise one memory's peak
+    to keep bytes in a faster one)."""
     budget = format_seconds(budget_ms / 1e3)
     winner = f"the {strategy}" if strategy else "an unnamed strategy"
     # The core checks its budget between candidate plans, so a search it stopped ends at
@@ -186,7 +187,10 @@ def print_best_summary(
         print(
             f"best: kept the plan of {winner}, found in {format_seconds(seconds)} (budget {budget})"
         )
-    equal = [name for name, plan in upstream if same_placements(table, plan)]
+    for name, plan in upstream:
+        if plan is None:
+            print(f"best: upstream's {name} placer finds no plan that fits these memories")
+    equal = [name for name, plan in upstream if plan is not None and same_placements(table, plan)]
     if equal:
         placers = " and ".join(equal) + (" placers" if len(equal) > 1 else " placer")
         print(f"best: the same plan as upstream's {placers}: no smaller plan found")
