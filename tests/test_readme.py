@@ -93,7 +93,7 @@ def test_first_block_is_the_two_commands() -> None:
     lines = first.group(2).strip().splitlines()
     assert len(lines) == 2
     assert lines[0].endswith("cadence-memplan plan")
-    assert lines[1].endswith("python -m pytest")
+    assert lines[1].endswith("python -m pytest -n auto")
     for line in lines:  # each works from a fresh clone, in a venv of its own
         assert line.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
         assert "pip install torch==2.13.0 && " in line
