@@ -88,8 +88,8 @@ def check_memories(
                 )
 
 
-def check_budget(budget_ms: object) -> float:
-    """``budget_ms`` as a float, or ValueError unless it is a number >= 0."""
+def check_budget_ms(budget_ms: object) -> float:
+    """``budget_ms`` as a float, or ValueError unless it is a number >= 0 (NaN is not)."""
     try:
         budget = float(budget_ms)  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -22,7 +22,7 @@ from ._types import (
 from ._validation import (
     MAX_MEMORIES,
     as_int64,
-    check_budget,
+    check_budget_ms,
     check_choice,
     check_search_options,
 )
@@ -210,7 +210,7 @@ def plan(
     """
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_choice("occupancy", occupancy, OCCUPANCIES)
-    budget = check_budget(budget_ms)
+    budget = check_budget_ms(budget_ms)
     thread_count, node_cap = check_search_options(threads, max_nodes)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
