@@ -123,8 +123,8 @@ def _plan_arrays(
     placer: Callable[..., Any] = plan,
     file_terms: bool = False,
     budget_ms: float | None = None,
-) -> tuple[TensorTable, float, str | None]:
-    """(the plan, the placer's seconds, how "best" found it)."""
+) -> tuple[TensorTable, float, Any]:
+    """(the plan, the placer's seconds, the placer's PlanResult)."""
     began = time.perf_counter()
     try:
         result = placer(
@@ -142,7 +142,7 @@ def _plan_arrays(
         raise CliError(f"planning failed: {one_line(text)}", code) from error
     seconds = time.perf_counter() - began
     table = TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends)
-    return table, seconds, result.strategy
+    return table, seconds, result
 
 
 def _plan_model(
@@ -294,6 +294,7 @@ def run(arguments: argparse.Namespace) -> int:
     best_budget = budget_ms if algorithm == "best" else None
 
     program = None
+    optimality: tuple[bool, int | None] | None = None  # For --algo best on arrays.
     node_names: list[str] | None = None
     compare: Callable[[], bool] | None = None
     upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
@@ -304,10 +305,13 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         labels, starts, ends, sizes = load_arrays(kind, label, path, progress)
         progress(f"planning {len(labels):,} tensors")
-        table, seconds, strategy = _plan_arrays(
+        table, seconds, result = _plan_arrays(
             labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv",
             budget_ms=best_budget,
         )  # fmt: skip
+        strategy = result.strategy
+        if algorithm == "best":
+            optimality = (result.proved_optimal, result.lower_bound)
         timings = {"placer (C++ core)": seconds}
         rivals: list[tuple[str, TensorTable, float]] = []
         if algorithm == "best":
@@ -343,7 +347,7 @@ def run(arguments: argparse.Namespace) -> int:
                     table, theirs, seconds, their_seconds, "cadence_memplan.reference"
                 )
 
-    print_report(label, table, memories, algorithm, timings, node_names)
+    print_report(label, table, memories, algorithm, timings, node_names, optimality)
     if algorithm == "best":
         print_best_summary(
             table, memories, strategy, timings["placer (C++ core)"], budget_ms, upstream_plans

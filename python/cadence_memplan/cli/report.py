@@ -74,7 +74,10 @@ def print_report(
     algorithm: str,
     timings: dict[str, float],
     node_names: Sequence[str] | None = None,
+    optimality: tuple[bool, int | None] | None = None,
 ) -> None:
+    """``optimality``: ``algorithm="best"``'s (proved_optimal, lower_bound), printed as a
+    line of its own."""
     stats = memory_stats(table, len(memories))
     print(f"{label}: {len(table):,} tensors planned with {algorithm!r}")
     rows = [
@@ -108,6 +111,17 @@ def print_report(
     print(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )
+    if optimality is not None:
+        print(_optimality_line(*optimality))
+
+
+def _optimality_line(proved_optimal: bool, lower_bound: int | None) -> str:
+    if lower_bound is None:
+        return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
+    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)}) in all memories"
+    if proved_optimal:
+        return f"optimality: proved optimal, total bufsize = lower bound {bound}"
+    return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
 
 
 def _ratio(usage: int, bound: int) -> str:
