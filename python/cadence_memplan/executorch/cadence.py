@@ -42,6 +42,8 @@ from torch.fx.passes.infra.pass_base import PassResult
 
 from .._validation import is_integer
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+from .graph_code import deferred_recompile
+from .planning_pass import has_control_flow, plan_single_graph, signature_with_maps, spec_holder
 
 __all__ = [
     "MEM_ALGOS",
@@ -69,9 +71,12 @@ def _graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
             continue
         for node in module.graph.nodes:
             specs = node.meta.get("spec")
-            for spec in specs if isinstance(specs, (list, tuple)) else (specs,):
-                if isinstance(spec, TensorSpec):
-                    yield spec
+            # TensorSpec first: an isinstance check that fails on exir's _ViewSpec reads its
+            # __class__, which runs all its guards.
+            if isinstance(specs, TensorSpec):
+                yield specs
+            elif isinstance(specs, (list, tuple)):
+                yield from (spec for spec in specs if isinstance(spec, TensorSpec))
 
 
 def _copy_lifetime(lifetime: Any) -> Any:
@@ -84,13 +89,13 @@ class SpecSnapshot:
 
     Lifetime lists are shared between specs and also changed in place (Cadence's
     constraints widen them), so the list object is kept (to restore the sharing) along
-    with a copy of what it held.
+    with a copy of what it held. A view's fields live in its base, which is what is kept.
     """
 
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
         self.saved = [
             (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
-            for spec in dict.fromkeys(_graph_specs(graph_module))
+            for spec in dict.fromkeys(spec_holder(spec) for spec in _graph_specs(graph_module))
         ]
 
     def restore(self) -> None:
@@ -162,18 +167,44 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         graph_module: torch.fx.GraphModule,
         graph_signature: ExportGraphSignature | None = None,
     ) -> PassResult:
-        """Upstream's run(); if it raises, every spec's placement and lifetime is put back.
+        """Upstream's run(): the same steps on the same objects, so the same program, at
+        the placer's speed; if it raises, every spec's placement and lifetime is put back.
+
+        What differs is how, never what (:mod:`cadence_memplan.executorch.planning_pass`
+        says why each is safe):
+
+        - ``recompile()`` only marks the graph module's code stale, to be regenerated when
+          it is next used (:mod:`~cadence_memplan.executorch.graph_code`): upstream
+          regenerates it about ten times, nothing in the pass reads it, and
+          ``to_executorch`` regenerates it after the pass anyway;
+        - exir gets a signature whose name maps are built once instead of per use;
+        - a graph without control flow (all Cadence lowers) goes through
+          :func:`~cadence_memplan.executorch.planning_pass.plan_single_graph`: exir's and
+          Cadence's functions in upstream's order, lifetimes in one walk, no second
+          ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
 
         Upstream places pinned specs and resolves relative placements before the last
-        ``plan()`` call, so without this a failure would leave part of the graph placed.
+        ``plan()`` call, so without the snapshot a failure would leave part of the graph
+        placed.
         """
         snapshot = SpecSnapshot(graph_module)
+        signature = signature_with_maps(graph_signature)
         try:
-            result: PassResult = super().run(graph_module, graph_signature)
-            return result
+            with deferred_recompile(graph_module):
+                if has_control_flow(graph_module):
+                    super().run(graph_module, signature)
+                else:
+                    plan_single_graph(
+                        self.algo,
+                        graph_module,
+                        signature,
+                        self.alloc_graph_input,
+                        self.alloc_graph_output,
+                    )
         except BaseException:
             snapshot.restore()
             raise
+        return PassResult(graph_module, True)
 
 
 # --------------------------------------------------------------------------- seed-era API
