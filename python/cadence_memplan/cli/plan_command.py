@@ -15,6 +15,7 @@ import numpy as np
 
 from .._types import UPSTREAM_ALGORITHMS, PlanningError
 from ..api import plan
+from ..executorch import LOWERINGS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
@@ -67,6 +68,15 @@ def add_parser(commands: Any) -> None:
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
     add_planning_options(planner)
+    planner.add_argument(
+        "--lowering",
+        choices=LOWERINGS,
+        default="cadence",
+        help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
+        " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
+        "); exir = plain to_edge and the default config, the portable path"
+        " (default: %(default)s)",
+    )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -149,7 +159,7 @@ def _plan_model(
     """Export (or load), lower and plan a model; with --compare, also with upstream's pass
     (the comparison is printed later, after the report, by the returned callable)."""
     with quiet_libraries(arguments.debug):
-        edge = edge_program(label, path, progress)
+        edge = edge_program(label, path, progress, arguments.lowering)
         from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 
         from ..executorch.cadence import CadenceMemoryPlanning
@@ -166,8 +176,11 @@ def _plan_model(
             arguments.alloc_inputs,
             arguments.alloc_outputs,
         )
+        lowering = {"lowering": arguments.lowering}
         try:
-            ours = lower_and_plan(edge, CadenceMemoryPlanning, *planning_options, "C++ core")
+            ours = lower_and_plan(
+                edge, CadenceMemoryPlanning, *planning_options, "C++ core", **lowering
+            )
         except MemoryPlanningAlgoFailure as error:
             # Ours chains the PlanningError, whose message is the clearest.
             cause = error.__cause__
@@ -183,7 +196,12 @@ def _plan_model(
             for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
                 progress(f"planning again with upstream's {algorithm} placer (--compare)")
                 rival = lower_and_plan(
-                    rival_edge, CadenceMemoryPlanning, memories, algorithm, *planning_options[2:]
+                    rival_edge,
+                    CadenceMemoryPlanning,
+                    memories,
+                    algorithm,
+                    *planning_options[2:],
+                    **lowering,
                 )
                 rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
 
@@ -199,7 +217,11 @@ def _plan_model(
 
             progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
             theirs = lower_and_plan(
-                upstream_edge, UpstreamCadenceMemoryPlanning, *planning_options, "upstream Python"
+                upstream_edge,
+                UpstreamCadenceMemoryPlanning,
+                *planning_options,
+                "upstream Python",
+                **lowering,
             )
 
             def compare() -> bool:
@@ -282,6 +304,10 @@ def run(arguments: argparse.Namespace) -> int:
                 )
 
     print_report(label, table, memories, algorithm, timings, node_names)
+    if is_model:
+        from ..executorch.lowering import LOWERING_DESCRIPTIONS
+
+        print(f"lowering: {arguments.lowering} ({LOWERING_DESCRIPTIONS[arguments.lowering]})")
     same = compare() if compare is not None else True
     problem = check_plan(table, memories)
     if problem is not None and kind == "csv":
