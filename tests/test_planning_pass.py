@@ -22,6 +22,7 @@ pytest.importorskip(
     reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
 )
 
+import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (Cadence's idma ops)
 import torch
 from executorch.backends.cadence.aot.memory_planning import (
     CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
@@ -349,6 +350,35 @@ def test_lazy_graph_modules_recompile_as_asked() -> None:
         lazy.recompile()  # _LazyGraphModule's own lazy recompile
     assert not graph_code.code_is_stale(lazy)
     assert lazy(torch.full((2,), 3.0)).tolist() == [3.0, 3.0]
+
+
+def test_dead_code_goes_as_in_upstreams_pass() -> None:
+    """SimplifyIdmaOpsPass's dead-code elimination runs where there is dead code (and is
+    skipped only where there is none)."""
+    from executorch.backends.test.graph_builder import GraphBuilder
+    from executorch.exir.dialects._ops import ops as exir_ops
+    from executorch.exir.passes.spec_prop_pass import SpecPropPass
+
+    results = {}
+    for label, planner in (
+        ("upstream", UpstreamCadenceMemoryPlanning),
+        ("ours", CadenceMemoryPlanning),
+    ):
+        builder = GraphBuilder()
+        x = builder.placeholder("x", torch.ones(8, 8))
+        kept = builder.call_operator(op=exir_ops.edge.aten.add.Tensor, args=(x, x))
+        builder.call_operator(op=exir_ops.edge.aten.mul.Tensor, args=(x, x))  # no users
+        builder.output([kept])
+        graph_module = SpecPropPass().call(builder.get_graph_module()).graph_module
+        assert any("mul" in str(node.target) for node in graph_module.graph.nodes)
+        config = MemoryConfig([1024, 8192], memory_alignments=[16, 64])
+        planned = planner(config, CompileMode.DEFAULT, 0)(graph_module).graph_module
+        results[label] = [
+            (node.name, str(node.target), *spec_states(planned).get(id(node.meta.get("spec")), ()))
+            for node in planned.graph.nodes
+        ]
+    assert results["ours"] == results["upstream"]
+    assert not any("mul" in target for _, target, *_ in results["ours"])
 
 
 # --------------------------------------------------------------------------- failures

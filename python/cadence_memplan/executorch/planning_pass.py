@@ -21,7 +21,8 @@ it), mutable buffers neither left out nor shared (upstream's pass builds its
 - ``SimplifyIdmaOpsPass`` is called directly instead of through a ``PassManager``, whose
   only additions are a check (recompile, lint, no ``call_method`` nodes) of the graph that
   constraint generation's own ``PassManager`` checked at its start, changed since only by
-  retargeted nops and inserted free calls, and a recompile after the pass.
+  retargeted nops and inserted free calls, and a recompile after the pass; and it is not
+  called at all on a graph it would leave as it is (no idma load or store, no dead code).
 - exir's ``_apply_algo_to_submodules`` walks the graph four times to find none; a graph
   with any cond/while/map/scan node goes to upstream's own ``run()`` instead.
 
@@ -39,6 +40,7 @@ from typing import Any
 
 import torch
 from executorch.backends.cadence.aot.memory_planning import SimplifyIdmaOpsPass
+from executorch.exir import memory
 from executorch.exir.control_flow import while_loop as exir_while
 from executorch.exir.memory_planning import (
     Verifier,
@@ -110,22 +112,43 @@ def signature_with_maps(signature: Any) -> Any:
 
 # --------------------------------------------------------------------------- lifetimes
 
-_SEQUENCES = (list, tuple, immutable_list)
-_MAPPINGS = (dict, immutable_dict)
+_SEQUENCES = frozenset([list, tuple, immutable_list])
+_MAPPINGS = frozenset([dict, immutable_dict])
+# Argument types pytree treats as leaves and that are never Nodes: skipped without a call.
+_LEAVES = frozenset(
+    [
+        int,
+        float,
+        bool,
+        str,
+        type(None),
+        torch.dtype,
+        torch.device,
+        torch.layout,
+        torch.memory_format,
+    ]
+)
 
 
 def _collect_nodes(value: Any, nodes: list[torch.fx.Node]) -> bool:
     """Append the Nodes in ``value`` as pytree flattens it; False where ``value`` holds a
     container whose flattening this does not mirror (the caller then asks pytree)."""
     kind = type(value)
-    if isinstance(value, torch.fx.Node):
-        nodes.append(value)
-    elif kind in _SEQUENCES:
-        return all(_collect_nodes(item, nodes) for item in value)
+    if kind in _SEQUENCES:
+        items = value
     elif kind in _MAPPINGS:
-        return all(_collect_nodes(item, nodes) for item in value.values())
-    elif isinstance(value, (list, tuple, dict)):  # namedtuples, structseqs, OrderedDict...
-        return False
+        items = value.values()
+    elif isinstance(value, torch.fx.Node):
+        nodes.append(value)
+        return True
+    else:  # namedtuples, structseqs, OrderedDict...: pytree's own rules
+        return not isinstance(value, (list, tuple, dict))
+    for item in items:
+        item_kind = type(item)
+        if item_kind is torch.fx.Node:
+            nodes.append(item)
+        elif item_kind not in _LEAVES and not _collect_nodes(item, nodes):
+            return False
     return True
 
 
@@ -138,22 +161,64 @@ def _visited_nodes(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
-def _specs_when_visited(node: torch.fx.Node) -> list[TensorSpec]:
-    """The specs whose lifetime a use of ``node`` extends: exir's
-    ``collect_specs_from_nodes`` on ``[node]`` with every filter off, as
-    ``update_all_tensors_lifetime`` calls it. An in-place node's result specs become its
-    input's (``_alias_inplace_result_specs``) and it contributes none."""
-    if node.op == "get_attr":
+def _node_tensor_specs(node: torch.fx.Node) -> list[TensorSpec]:
+    """exir's ``get_node_tensor_specs``: the node's specs (a memory.view's are its base's),
+    scalars left out. A TensorSpec is kept without asking whether it is a scalar, as an
+    isinstance check that fails on a ``_ViewSpec`` reads its ``__class__`` and runs its
+    guards."""
+    if node.target == memory.view:
+        return list(get_node_tensor_specs(node))
+    specs = node.meta.get("spec")
+    if isinstance(specs, TensorSpec):
+        return [specs]
+    if not isinstance(specs, (list, tuple)):
         return []
-    specs = get_node_tensor_specs(node)
-    if not specs:
-        return []
-    if _is_inplace_node(node):
-        # exir aliases on every visit; the first one (at the node's own index, before any
-        # user) decides, as the inputs' specs it reads are final by then.
-        _alias_inplace_result_specs(node)
-        return []
-    return [spec for spec in specs if spec is not None]
+    return [
+        spec
+        for spec in specs
+        if isinstance(spec, TensorSpec) or not isinstance(spec, (int, float, bool, str, type(None)))
+    ]
+
+
+class _SpecsWhenVisited:
+    """The specs whose lifetime a use of a node extends: exir's ``collect_specs_from_nodes``
+    on ``[node]`` with every filter off, as ``update_all_tensors_lifetime`` calls it, for
+    each node once. An in-place node's result specs become its input's
+    (``_alias_inplace_result_specs``) and it contributes none."""
+
+    def __init__(self) -> None:
+        self.holders: dict[torch.fx.Node, list[TensorSpec]] = {}
+        self.visited: set[TensorSpec] = set()
+        self._inplace: dict[Any, bool] = {}  # by target: parsing the schema is not cheap
+
+    def _is_inplace(self, node: torch.fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        try:
+            return self._inplace[node.target]
+        except KeyError:
+            inplace: bool = _is_inplace_node(node)
+            self._inplace[node.target] = inplace
+            return inplace
+        except TypeError:  # an unhashable target
+            unhashable: bool = _is_inplace_node(node)
+            return unhashable
+
+    def of(self, node: torch.fx.Node) -> list[TensorSpec]:
+        """The holders (:func:`spec_holder`) of the specs a use of ``node`` extends."""
+        holders = self.holders.get(node)
+        if holders is not None:
+            return holders
+        specs = [] if node.op == "get_attr" else _node_tensor_specs(node)
+        if specs and self._is_inplace(node):
+            # exir aliases on every visit; the first one (at the node's own index, before
+            # any user) decides, as the inputs' specs it reads are final by then.
+            _alias_inplace_result_specs(node)
+            specs = []
+        specs = [spec for spec in specs if spec is not None]
+        self.visited.update(specs)
+        holders = self.holders[node] = [spec_holder(spec) for spec in specs]
+        return holders
 
 
 def update_lifetimes(
@@ -170,19 +235,13 @@ def update_lifetimes(
     (exir makes a new one per use) holding the same numbers."""
     nodes = graph_module.graph.nodes
     last_index = len(nodes) - 1
-    specs_of: dict[torch.fx.Node, list[TensorSpec]] = {}
+    specs = _SpecsWhenVisited()
     spans: dict[TensorSpec, list[Any]] = {}  # by holder: [start, end] so far
-    visited: set[TensorSpec] = set()
     for index, node in enumerate(nodes):
         is_input = node.op == "placeholder"
         never_freed = is_input and _is_mutable_buffer(node, graph_signature)
         for used in _visited_nodes(node):
-            specs = specs_of.get(used)
-            if specs is None:
-                specs = specs_of[used] = _specs_when_visited(used)
-            for spec in specs:
-                visited.add(spec)
-                holder = spec_holder(spec)
+            for holder in specs.of(used):
                 span = spans.get(holder)
                 if span is None:
                     start, end = holder.lifetime
@@ -194,8 +253,8 @@ def update_lifetimes(
                 )
     for holder, span in spans.items():
         holder.lifetime = span
-    _extend_storage_base_lifetimes(visited)
-    return visited
+    _extend_storage_base_lifetimes(specs.visited)
+    return specs.visited
 
 
 # --------------------------------------------------------------------------- the pass
@@ -208,6 +267,31 @@ _CONTROL_FLOW = frozenset(
         torch.ops.higher_order.scan,
     ]
 )
+
+
+def _free_of_dead_code(graph_module: torch.fx.GraphModule) -> bool:
+    """Whether torch's ``eliminate_dead_code`` would remove nothing: it removes, last node
+    first, the nodes without users that are not impure, so with none to start with it
+    removes none. Outside a tracing context (where purity follows inductor's config) and
+    without child graph modules (which it cleans too)."""
+    if torch._guards.TracingContext.try_get() is not None:
+        return False
+    if any(isinstance(child, torch.fx.GraphModule) for child in graph_module.children()):
+        return False
+    return all(node.users or node.is_impure() for node in graph_module.graph.nodes)
+
+
+def _simplify_idma_ops(graph_module: torch.fx.GraphModule) -> None:
+    """Upstream's ``SimplifyIdmaOpsPass`` (idma_load/idma_store to idma_copy, then dead-code
+    elimination, then a recompile), skipped on a graph it would leave as it is: no idma
+    load or store and no dead code. Its dead-code elimination (a lint and a purity check
+    of every node) is most of its time."""
+    graph = graph_module.graph
+    rewritten = (torch.ops.cadence.idma_load.out, torch.ops.cadence.idma_store.out)
+    if any(graph.find_nodes(op="call_function", target=op) for op in rewritten) or not (
+        _free_of_dead_code(graph_module)
+    ):
+        SimplifyIdmaOpsPass()(graph_module)
 
 
 def has_control_flow(graph_module: torch.fx.GraphModule) -> bool:
@@ -262,4 +346,4 @@ def plan_single_graph(
         logging.debug("The %s algorithm reuses storage for %d pair of tensors", name, pairs)  # noqa: LOG015
     verifier.verify_graph_input_output()
 
-    SimplifyIdmaOpsPass()(graph_module)
+    _simplify_idma_ops(graph_module)
