@@ -162,6 +162,22 @@ def at_planning(
         edge.to_executorch(backend_config(lowering, Stop()))
 
 
+def planning_input(name: str, lowering: str) -> tuple[torch.fx.GraphModule, Any]:
+    """The graph module and signature our pass receives for a model, before it runs."""
+    captured: list[Any] = []
+    at_planning(lowered(name, lowering), lowering, lambda *received: captured.extend(received))
+    graph_module, signature = captured
+    return graph_module, signature
+
+
+def views_of(graph_module: torch.fx.GraphModule) -> list[Any]:
+    return [
+        node.meta["spec"]
+        for node in graph_module.graph.nodes
+        if type(node.meta.get("spec")).__name__ == "_ViewSpec"
+    ]
+
+
 def lifetimes(graph_module: torch.fx.GraphModule) -> list[tuple[str, int, Any, Any]]:
     """Per node and output: the spec's first (node, output) (so shared specs show) and its
     lifetime."""
@@ -204,11 +220,7 @@ def test_lifetimes_are_exirs(case: tuple[str, str]) -> None:
 
 
 def test_signature_maps_are_the_signatures() -> None:
-    captured: dict[str, Any] = {}
-    at_planning(
-        lowered("mutable-buffer", "exir"), "exir", lambda _, sig: captured.update(signature=sig)
-    )
-    signature = captured["signature"]
+    _, signature = planning_input("mutable-buffer", "exir")
     with_maps = signature_with_maps(signature)
     assert with_maps is not signature
     assert dict(with_maps.inputs_to_buffers) == dict(signature.inputs_to_buffers) != {}
@@ -262,16 +274,10 @@ def test_the_pass_never_regenerates_the_code(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_pass_on_its_own_leaves_code_that_follows_the_graph() -> None:
     """Called directly (not in to_executorch), the pass's retargeted nops show in the code
     the next time it is read."""
-    captured: dict[str, Any] = {}
-
-    def keep(graph_module: torch.fx.GraphModule, signature: Any) -> None:
-        captured["graph"], captured["signature"] = graph_module, signature
-
-    at_planning(lowered("cnn", "cadence"), "cadence", keep)
-    graph_module = captured["graph"]
+    graph_module, signature = planning_input("cnn", "cadence")
     assert "_cat_nop" not in graph_module.code
     planning = CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, 1)
-    planning.run(graph_module, captured["signature"])
+    planning.run(graph_module, signature)
     assert graph_code.code_is_stale(graph_module)
     assert "_cat_nop" in graph_module.code
     assert not graph_code.code_is_stale(graph_module)
@@ -381,6 +387,29 @@ def test_dead_code_goes_as_in_upstreams_pass() -> None:
     assert not any("mul" in target for _, target, *_ in results["ours"])
 
 
+def test_views_run_their_guards_after_the_pass() -> None:
+    """Views skip their guards inside our pass and run them once after it: a view made
+    incompatible with its base fails there as it fails in upstream's pass."""
+    graph_module, signature = planning_input("encoder", "cadence")
+    CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, 0).run(
+        graph_module, signature
+    )
+    views = views_of(graph_module)
+    assert views
+    assert not any(object.__getattribute__(view, "_unguarded_access") for view in views)
+
+    for planner in (UpstreamCadenceMemoryPlanning, CadenceMemoryPlanning):
+        graph_module, signature = planning_input("encoder", "cadence")
+        view = views_of(graph_module)[0]
+        view.shape = [*view.shape, 1]  # one more dimension than when it was made
+        planning = planner(get_default_memory_config(), CompileMode.DEFAULT, 0)
+        with pytest.raises(Exception) as raised:  # noqa: PT011  (exir raises Exception)
+            planning.run(graph_module, signature)
+        # Upstream's PassManager wraps the guard's failure; ours raises it as it is.
+        chain = [raised.value, raised.value.__cause__]
+        assert any("Guard rank failed" in str(error) for error in chain), chain
+
+
 # --------------------------------------------------------------------------- failures
 
 
@@ -397,24 +426,13 @@ def spec_states(graph_module: torch.fx.GraphModule) -> dict[int, tuple[Any, ...]
 
 def test_a_failed_plan_puts_back_every_spec_views_included() -> None:
     """The encoder has memory.view nodes, whose specs keep their fields in their bases."""
-    captured: dict[str, Any] = {}
-
-    def keep(graph_module: torch.fx.GraphModule, signature: Any) -> None:
-        captured["graph"], captured["signature"] = graph_module, signature
-
-    at_planning(lowered("encoder", "cadence"), "cadence", keep)
-    graph_module = captured["graph"]
-    views = [
-        node
-        for node in graph_module.graph.nodes
-        if type(node.meta.get("spec")).__name__ == "_ViewSpec"
-    ]
-    assert views
+    graph_module, signature = planning_input("encoder", "cadence")
+    assert views_of(graph_module)
     before = spec_states(graph_module)
     planning = CadenceMemoryPlanning(
         MemoryConfig([4096], memory_alignments=[16]), CompileMode.DEFAULT, 0
     )
     with pytest.raises(MemoryPlanningAlgoFailure):
-        planning.run(graph_module, captured["signature"])
+        planning.run(graph_module, signature)
     assert spec_states(graph_module) == before
     assert not has_control_flow(graph_module)

@@ -21,7 +21,7 @@ module directly and want only the buffer sizes back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -36,14 +36,20 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir.memory_planning import collect_specs_from_nodes
-from executorch.exir.tensor import TensorSpec
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._validation import is_integer
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
-from .planning_pass import has_control_flow, plan_single_graph, signature_with_maps, spec_holder
+from .planning_pass import (
+    graph_specs,
+    has_control_flow,
+    plan_single_graph,
+    signature_with_maps,
+    spec_holder,
+    views_checked_once,
+)
 
 __all__ = [
     "MEM_ALGOS",
@@ -64,21 +70,6 @@ MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
 # --------------------------------------------------------------------------- the pass
 
 
-def _graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
-    """Every TensorSpec in the node metadata of ``graph_module`` and its submodules."""
-    for module in graph_module.modules():
-        if not isinstance(module, torch.fx.GraphModule):
-            continue
-        for node in module.graph.nodes:
-            specs = node.meta.get("spec")
-            # TensorSpec first: an isinstance check that fails on exir's _ViewSpec reads its
-            # __class__, which runs all its guards.
-            if isinstance(specs, TensorSpec):
-                yield specs
-            elif isinstance(specs, (list, tuple)):
-                yield from (spec for spec in specs if isinstance(spec, TensorSpec))
-
-
 def _copy_lifetime(lifetime: Any) -> Any:
     return list(lifetime) if isinstance(lifetime, list) else lifetime
 
@@ -95,7 +86,7 @@ class SpecSnapshot:
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
         self.saved = [
             (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
-            for spec in dict.fromkeys(spec_holder(spec) for spec in _graph_specs(graph_module))
+            for spec in dict.fromkeys(spec_holder(spec) for spec in graph_specs(graph_module))
         ]
 
     def restore(self) -> None:
@@ -178,6 +169,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
           regenerates it about ten times, nothing in the pass reads it, and
           ``to_executorch`` regenerates it after the pass anyway;
         - exir gets a signature whose name maps are built once instead of per use;
+        - views (exir's ``_ViewSpec``) run their guards once, after the pass, instead of
+          on every read;
         - a graph without control flow (all Cadence lowers) goes through
           :func:`~cadence_memplan.executorch.planning_pass.plan_single_graph`: exir's and
           Cadence's functions in upstream's order, lifetimes in one walk, no second
@@ -190,7 +183,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         snapshot = SpecSnapshot(graph_module)
         signature = signature_with_maps(graph_signature)
         try:
-            with deferred_recompile(graph_module):
+            with deferred_recompile(graph_module), views_checked_once(graph_module):
                 if has_control_flow(graph_module):
                     super().run(graph_module, signature)
                 else:

@@ -26,16 +26,18 @@ it), mutable buffers neither left out nor shared (upstream's pass builds its
 - exir's ``_apply_algo_to_submodules`` walks the graph four times to find none; a graph
   with any cond/while/map/scan node goes to upstream's own ``run()`` instead.
 
-The caller (``CadenceMemoryPlanning.run``) also defers ``recompile()``
-(:mod:`.graph_code`) and hands exir a signature whose name maps are computed once
-(:func:`signature_with_maps`).
+The caller (``CadenceMemoryPlanning.run``), on every graph, also defers ``recompile()``
+(:mod:`.graph_code`), hands exir a signature whose name maps are computed once
+(:func:`signature_with_maps`), and lets views run their guards once after the pass
+instead of on every read (:func:`views_checked_once`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -61,12 +63,29 @@ from torch.export import ExportGraphSignature
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 __all__ = [
+    "graph_specs",
     "has_control_flow",
     "plan_single_graph",
     "signature_with_maps",
     "spec_holder",
     "update_lifetimes",
+    "views_checked_once",
 ]
+
+
+def graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
+    """Every TensorSpec in the node metadata of ``graph_module`` and its submodules."""
+    for module in graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            specs = node.meta.get("spec")
+            # TensorSpec first: an isinstance check that fails on exir's _ViewSpec reads its
+            # __class__, which runs all its guards.
+            if isinstance(specs, TensorSpec):
+                yield specs
+            elif isinstance(specs, (list, tuple)):
+                yield from (spec for spec in specs if isinstance(spec, TensorSpec))
 
 
 def spec_holder(spec: TensorSpec) -> TensorSpec:
@@ -78,6 +97,31 @@ def spec_holder(spec: TensorSpec) -> TensorSpec:
     while isinstance(spec, _ViewSpec):
         spec = object.__getattribute__(spec, "_base")
     return spec
+
+
+@contextlib.contextmanager
+def views_checked_once(graph_module: torch.fx.GraphModule) -> Iterator[None]:
+    """Within the block exir's ``_ViewSpec`` guards are off; after it each view runs them once.
+
+    A view's guards check that its shape, rank, dtype, layout and dynamism still agree
+    with its base's, and run on every attribute read: the pass reads views' placements
+    and lifetimes tens of thousands of times. The pass writes only placements and
+    lifetimes (its base's fields), which no guard reads, so a guard that would fail
+    inside the block fails the same way when each view runs its guards after it, before
+    anything else reads the view (the emitter would run them at its first read)."""
+    views = [
+        spec for spec in dict.fromkeys(graph_specs(graph_module)) if isinstance(spec, _ViewSpec)
+    ]
+    previous = [object.__getattribute__(view, "_unguarded_access") for view in views]
+    for view in views:
+        object.__setattr__(view, "_unguarded_access", True)
+    try:
+        yield
+    finally:
+        for view, unguarded in zip(views, previous, strict=True):
+            object.__setattr__(view, "_unguarded_access", unguarded)
+    for view in views:
+        view._run_guards()
 
 
 # --------------------------------------------------------------------------- signature
