@@ -2,8 +2,8 @@
 
 By default a model goes through Cadence's own passes and backend config
 (``--lowering cadence``), so ``--pte`` writes the bytes Cadence's compiler writes for the
-same model and memories; ``--lowering exir`` keeps the portable path (plain ``to_edge``,
-the default config). The report names the lowering. The command line runs in-process
+same model and memories; ``--lowering exir`` keeps the path from before (plain
+``to_edge``, exir's default config). The report names the lowering. The command line runs in-process
 here (``cadence_memplan.cli.main``), so torch is imported once.
 """
 
@@ -88,19 +88,19 @@ def test_exported_archive_is_what_cadences_compiler_writes(
     assert written == shipped.buffer
 
 
-def test_exir_lowering_keeps_the_portable_path(
+def test_exir_lowering_keeps_plain_to_edge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     written, report = plan_to_pte(capsys, tmp_path / "exir.pte", "cnn", "--lowering", "exir")
-    assert "lowering: exir (exir's to_edge and the default backend config" in report
+    assert "lowering: exir (exir's to_edge and the default backend config, no Cadence" in report
     model, inputs = build_model("cnn")
     planning = UpstreamCadenceMemoryPlanning(
         cadence_config(DEFAULT_MEMORY_SPEC), CompileMode.DEFAULT, 0
     )
-    portable = to_edge(torch.export.export(model, inputs, strict=False)).to_executorch(
+    plain = to_edge(torch.export.export(model, inputs, strict=False)).to_executorch(
         ExecutorchBackendConfig(memory_planning_pass=planning)
     )
-    assert written == portable.buffer
+    assert written == plain.buffer
     # The lowering matters: Cadence's passes give this conv net another program.
     cadence, _ = plan_to_pte(capsys, tmp_path / "cadence.pte", "cnn")
     assert cadence != written

@@ -18,9 +18,31 @@ import runpy
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["ALGORITHM_ENV", "PATCH_ALGORITHMS", "main", "resolve_patch_algorithm"]
 
 PROG = "python -m cadence_memplan.patch"
+ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
+# "mem_algo": every planner keeps its caller's mem_algo; "best": every planner uses best.
+PATCH_ALGORITHMS = ("mem_algo", "best")
+
+
+def resolve_patch_algorithm(algorithm: str | None) -> str:
+    """``patch_cadence``'s algorithm: ``algorithm``, or (None) ``CADENCE_MEMPLAN_ALGO``,
+    unset or empty meaning ``"mem_algo"``; anything else raises ``ValueError``. Here, with
+    numpy-only imports, so that the runner refuses a bad value before importing torch."""
+    if algorithm is None:
+        value = os.environ.get(ALGORITHM_ENV, "").strip()
+        source = f"{ALGORITHM_ENV}={value!r}"
+        algorithm = value.lower() or "mem_algo"
+    else:
+        source = f"algorithm={algorithm!r}"
+    if algorithm not in PATCH_ALGORITHMS:
+        raise ValueError(
+            f"{source}: expected 'best' (every Cadence planner places with best, the smallest"
+            " of many plans) or 'mem_algo' (the default: each keeps its mem_algo, 0 position,"
+            " 1 heuristic, both upstream's placements, 2 best)"
+        )
+    return algorithm
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,12 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         target_args = argv[1:]
 
-    from .executorch.patching import patch_cadence
-
     try:
-        patch_cadence()
+        algorithm = resolve_patch_algorithm(None)
     except ValueError as error:
         parser.error(str(error))
+
+    from .executorch.patching import patch_cadence
+
+    patch_cadence(algorithm)
 
     if module is not None:
         sys.argv[:] = [module, *target_args]

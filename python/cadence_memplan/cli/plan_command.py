@@ -74,8 +74,8 @@ def add_parser(commands: Any) -> None:
         default="cadence",
         help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
         " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
-        "); exir = plain to_edge and the default config, the portable path"
-        " (default: %(default)s)",
+        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
+        " puts Cadence's nops in) (default: %(default)s)",
     )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"

@@ -9,5 +9,5 @@ Importing this package imports nothing heavy; its modules import executorch.
 
 # How a model reaches to_executorch (lowering.lower_exported): "cadence", through Cadence's
 # compiler's passes and its backend config, as export_to_executorch_gen_etrecord lowers;
-# "exir", plain to_edge and the default config (the portable path).
+# "exir", plain to_edge and exir's default config, no Cadence passes.
 LOWERINGS = ("cadence", "exir")

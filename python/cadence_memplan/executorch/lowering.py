@@ -47,7 +47,7 @@ __all__ = [
 # What each lowering is, for progress lines and reports.
 LOWERING_DESCRIPTIONS = {
     "cadence": "Cadence's compiler's passes and backend config",
-    "exir": "exir's to_edge and the default backend config, the portable path",
+    "exir": "exir's to_edge and the default backend config, no Cadence passes",
 }
 
 

@@ -27,7 +27,6 @@ idempotent. The patch changes module attributes, so it is process-wide, not per 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType, TracebackType
@@ -39,6 +38,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
+from ..patch import ALGORITHM_ENV, PATCH_ALGORITHMS, resolve_patch_algorithm
 from . import reports
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .cadence import CadenceMemoryPlanning
@@ -57,9 +57,6 @@ __all__ = [
     "unpatch_cadence",
 ]
 
-ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
-# "mem_algo": every planner keeps its caller's mem_algo; "best": every planner uses best.
-PATCH_ALGORITHMS = ("mem_algo", "best")
 _PACKAGE = "executorch.backends.cadence"
 
 
@@ -123,22 +120,6 @@ def _cadence_modules() -> list[ModuleType]:
     ]
 
 
-def _check_algorithm(algorithm: str | None) -> str:
-    if algorithm is None:
-        value = os.environ.get(ALGORITHM_ENV, "").strip()
-        source = f"{ALGORITHM_ENV}={value!r}"
-        algorithm = value.lower() or "mem_algo"
-    else:
-        source = f"algorithm={algorithm!r}"
-    if algorithm not in PATCH_ALGORITHMS:
-        raise ValueError(
-            f"{source}: expected 'best' (every Cadence planner places with best, the smallest"
-            " of many plans) or 'mem_algo' (the default: each keeps its mem_algo, 0 position,"
-            " 1 heuristic, both upstream's placements, 2 best)"
-        )
-    return algorithm
-
-
 def _point_names_at(replacements: dict[str, Any], current: dict[str, set[int]]) -> None:
     """In every loaded Cadence module, each name holding an object in ``current[name]``
     (by identity) now holds ``replacements[name]``."""
@@ -193,7 +174,7 @@ def patch_cadence(algorithm: str | None = None) -> CadencePatch:
     algorithm; use the result as a context manager to undo it on leaving a block.
     """
     global _active
-    algorithm = _check_algorithm(algorithm)
+    algorithm = resolve_patch_algorithm(algorithm)
     import_cadence_compiler()
     previous = _active
     current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
