@@ -1,11 +1,13 @@
 """Drop-in replacement for executorch's ``CadenceMemoryPlanning``, planned by the C++ core.
 
 :class:`CadenceMemoryPlanning` is upstream's class (executorch 1.5.x,
-``backends/cadence/aot/memory_planning.py``) with its two placers swapped for ours. Planning
-still runs through exir's ``MemoryPlanningPass`` and is followed by upstream's
-``SimplifyIdmaOpsPass``, both upstream's own code; constraint generation (pinned specs,
-relative placements for cat/slice/select/idma/view, blocklists) is upstream's too. Switch
-by changing one import::
+``backends/cadence/aot/memory_planning.py``) with its two placers swapped for ours. Its
+pass runs upstream's steps in upstream's order (exir's ``MemoryPlanningPass``: lifetimes,
+the specs to plan, the placer, exir's checks; then ``SimplifyIdmaOpsPass``) with exir's and
+Cadence's own functions, without the work upstream wraps around them
+(:mod:`~cadence_memplan.executorch.planning_pass`); constraint generation (pinned specs,
+relative placements for cat/slice/select/idma/view, blocklists) is upstream's. Switch by
+changing one import (or, for Cadence's compiler, ``cadence_memplan.patch_cadence()``)::
 
     from cadence_memplan import CadenceMemoryPlanning
     ExecutorchBackendConfig(memory_planning_pass=CadenceMemoryPlanning(memory_config, mode, 0))
