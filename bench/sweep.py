@@ -69,12 +69,12 @@ def replan_all(replanner: Replanner, memories: list[list[Memory]]) -> list[Tenso
 @contextlib.contextmanager
 def recompiling() -> Iterator[None]:
     """The re-plan with torch's recompile() left on (the ablation)."""
-    kept = sweep_module._graph_code_kept
-    sweep_module._graph_code_kept = lambda graph_module: contextlib.nullcontext()  # type: ignore[assignment]
+    kept = sweep_module.deferred_recompile
+    sweep_module.deferred_recompile = lambda graph_module: contextlib.nullcontext()  # type: ignore[assignment]
     try:
         yield
     finally:
-        sweep_module._graph_code_kept = kept
+        sweep_module.deferred_recompile = kept
 
 
 def main() -> None:

@@ -43,3 +43,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("executorch") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _cadence_preserve_ops_kept_small() -> Any:
+    """executorch 1.5.1's edge verifier extends the preserve-ops list it is handed with the
+    compile config's, which Cadence's compiler passes as one module-level list
+    (``compiler.TO_EDGE_PRESERVE_OPS``): every Cadence lowering makes it four times longer,
+    and a session that lowers a few dozen models runs out of memory. Growth only repeats
+    its entries, so keeping each once restores it."""
+    yield
+    compiler = sys.modules.get("executorch.backends.cadence.aot.compiler")
+    preserve_ops = getattr(compiler, "TO_EDGE_PRESERVE_OPS", None)
+    if isinstance(preserve_ops, list):
+        preserve_ops[:] = list(dict.fromkeys(preserve_ops))

@@ -49,8 +49,16 @@ def needs_executorch(code: str) -> bool:
     ],
 )
 def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
+    """Each snippet runs as a script; one whose first line names a file (``# toolchain.py``)
+    is that file, run the way its page says: under ``python -m cadence_memplan.patch``."""
+    command = [sys.executable, "-c", code]
+    first_line = code.splitlines()[0]
+    if re.fullmatch(r"# \w+\.py", first_line):
+        script = tmp_path / first_line[2:]
+        script.write_text(code)
+        command = [sys.executable, "-m", "cadence_memplan.patch", script.name, "out.pte"]
     result = subprocess.run(
-        [sys.executable, "-c", code],
+        command,
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -58,12 +66,15 @@ def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    if command[1] == "-m":
+        assert (tmp_path / "out.pte").stat().st_size > 0
 
 
 def test_readme_has_the_snippets_this_file_runs() -> None:
     snippets = [code for _, code in blocks("python", [README])]
     assert any("cm.plan(" in code for code in snippets)
     assert any("CadenceMemoryPlanning(" in code for code in snippets)
+    assert any("patch_cadence()" in code for code in snippets)
     assert any("cadence_memplan.exir.memory_planning_pass()" in code for code in snippets)
     exir_snippets = [code for _, code in blocks("python", [ROOT / "docs" / "exir.md"])]
     assert any("memory_planning_pass(smallest=True)" in code for code in exir_snippets)

@@ -1,7 +1,8 @@
 """cadence_memplan: ExecuTorch Cadence memory planning in C++, same placements as upstream.
 
-The array API (:func:`plan`, :func:`validate`) needs only numpy. The drop-in classes and
-the reports need executorch (``pip install "cadence-memplan[executorch]"``) and are
+The array API (:func:`plan`, :func:`validate`) needs only numpy. The drop-in classes, the
+reports and :func:`patch_cadence` (Cadence's compiler planned by us, no code change; docs/
+cadence.md) need executorch (``pip install "cadence-memplan[executorch]"``) and are
 imported on first use. docs/architecture.md maps the modules.
 """
 
@@ -28,6 +29,7 @@ if _TYPE_CHECKING:
         PositionBasedGreedyWithHierarchy,
     )
     from .executorch.cadence import CadenceMemoryPlanning
+    from .executorch.patching import patch_cadence, unpatch_cadence
     from .executorch.reports import print_memory_planning_info
 
 __version__ = _version("cadence-memplan")
@@ -47,8 +49,10 @@ __all__ = [
     "PositionBasedGreedyWithHierarchy",
     "Preplaced",
     "__version__",
+    "patch_cadence",
     "plan",
     "print_memory_planning_info",
+    "unpatch_cadence",
     "validate",
 ]
 
@@ -58,6 +62,8 @@ _EXECUTORCH_NAMES = {
     "GreedyWithHeuristic": "algorithms",
     "PositionBasedGreedyWithHierarchy": "algorithms",
     "CadenceMemoryPlanning": "cadence",
+    "patch_cadence": "patching",
+    "unpatch_cadence": "patching",
     "print_memory_planning_info": "reports",
 }
 

@@ -276,14 +276,16 @@ class _Discard:
 _DISCARD: Any = _Discard()
 
 
-def edge_program(label: str, path: Path | None, progress: Progress) -> Any:
-    """Export (or load) a model and lower it with ``to_edge`` (call it inside
-    :func:`quiet_libraries`)."""
+def edge_program(label: str, path: Path | None, progress: Progress, lowering: str = "exir") -> Any:
+    """Export (or load) a model and lower it (``lowering``: "cadence", Cadence's passes as
+    its compiler runs them, or "exir", plain ``to_edge``); call it inside
+    :func:`quiet_libraries`."""
     progress("importing torch and executorch")
     try:
         import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
         import torch
-        from executorch.exir import to_edge
+
+        from ..executorch.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
     except ImportError as error:
         raise CliError(
             f"planning models needs torch and executorch ({error}); install them with"
@@ -300,13 +302,13 @@ def edge_program(label: str, path: Path | None, progress: Progress) -> Any:
     else:
         progress(f"exporting the built-in model {label!r} with torch.export")
         model, example_inputs = build_model(label)
-        exported = torch.export.export(model, example_inputs, strict=False)
-    progress("lowering with to_edge")
+        exported = export_model(model, example_inputs, lowering)
+    progress(f"lowering with {LOWERING_DESCRIPTIONS[lowering]}")
     try:
-        return to_edge(exported)
+        return lower_exported(exported, lowering)
     except Exception as error:
         raise CliError(
-            f"cannot lower {label} with to_edge: {one_line(str(error)).split('; ')[0]}",
+            f"cannot lower {label} (--lowering {lowering}): {one_line(str(error)).split('; ')[0]}",
             EXIT_PLANNING_FAILED,
         ) from error
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._types import UPSTREAM_ALGORITHMS, PlanningError
 from ..api import plan
+from ..executorch import LOWERINGS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
@@ -69,6 +70,15 @@ def add_parser(commands: Any) -> None:
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
     add_planning_options(planner)
+    planner.add_argument(
+        "--lowering",
+        choices=LOWERINGS,
+        default="cadence",
+        help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
+        " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
+        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
+        " puts Cadence's nops in) (default: %(default)s)",
+    )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -166,7 +176,7 @@ def _plan_model(
     --algo best, also the plans of upstream's placers (the core's), to show what best
     changed, and best's strategy."""
     with quiet_libraries(arguments.debug):
-        edge = edge_program(label, path, progress)
+        edge = edge_program(label, path, progress, arguments.lowering)
         from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 
         from ..executorch.cadence import CadenceMemoryPlanning
@@ -185,9 +195,15 @@ def _plan_model(
             arguments.alloc_inputs,
             arguments.alloc_outputs,
         )
+        lowering = {"lowering": arguments.lowering}
         try:
             ours = lower_and_plan(
-                edge, CadenceMemoryPlanning, *planning_options, "C++ core", budget_ms
+                edge,
+                CadenceMemoryPlanning,
+                *planning_options,
+                "C++ core",
+                budget_ms,
+                **lowering,
             )
         except MemoryPlanningAlgoFailure as error:
             # Ours chains the PlanningError, whose message is the clearest.
@@ -219,7 +235,12 @@ def _plan_model(
             for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
                 progress(f"planning again with upstream's {algorithm} placer (--compare)")
                 rival = lower_and_plan(
-                    rival_edge, CadenceMemoryPlanning, memories, algorithm, *planning_options[2:]
+                    rival_edge,
+                    CadenceMemoryPlanning,
+                    memories,
+                    algorithm,
+                    *planning_options[2:],
+                    **lowering,
                 )
                 rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
                 upstream_plans.append((algorithm, rival.table))
@@ -236,7 +257,11 @@ def _plan_model(
 
             progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
             theirs = lower_and_plan(
-                upstream_edge, UpstreamCadenceMemoryPlanning, *planning_options, "upstream Python"
+                upstream_edge,
+                UpstreamCadenceMemoryPlanning,
+                *planning_options,
+                "upstream Python",
+                **lowering,
             )
 
             def compare() -> bool:
@@ -348,6 +373,10 @@ def run(arguments: argparse.Namespace) -> int:
                 )
 
     print_report(label, table, memories, algorithm, timings, node_names, optimality)
+    if is_model:
+        from ..executorch.lowering import LOWERING_DESCRIPTIONS
+
+        print(f"lowering: {arguments.lowering} ({LOWERING_DESCRIPTIONS[arguments.lowering]})")
     if algorithm == "best":
         print_best_summary(
             table, memories, strategy, timings["placer (C++ core)"], budget_ms, upstream_plans

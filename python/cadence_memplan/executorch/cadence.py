@@ -1,11 +1,13 @@
 """Drop-in replacement for executorch's ``CadenceMemoryPlanning``, planned by the C++ core.
 
 :class:`CadenceMemoryPlanning` is upstream's class (executorch 1.5.x,
-``backends/cadence/aot/memory_planning.py``) with its two placers swapped for ours. Planning
-still runs through exir's ``MemoryPlanningPass`` and is followed by upstream's
-``SimplifyIdmaOpsPass``, both upstream's own code; constraint generation (pinned specs,
-relative placements for cat/slice/select/idma/view, blocklists) is upstream's too. Switch
-by changing one import::
+``backends/cadence/aot/memory_planning.py``) with its two placers swapped for ours. Its
+pass runs upstream's steps in upstream's order (exir's ``MemoryPlanningPass``: lifetimes,
+the specs to plan, the placer, exir's checks; then ``SimplifyIdmaOpsPass``) with exir's and
+Cadence's own functions, without the work upstream wraps around them
+(:mod:`~cadence_memplan.executorch.planning_pass`); constraint generation (pinned specs,
+relative placements for cat/slice/select/idma/view, blocklists) is upstream's. Switch by
+changing one import (or, for Cadence's compiler, ``cadence_memplan.patch_cadence()``)::
 
     from cadence_memplan import CadenceMemoryPlanning
     ExecutorchBackendConfig(memory_planning_pass=CadenceMemoryPlanning(memory_config, mode, 0))
@@ -21,7 +23,7 @@ module directly and want only the buffer sizes back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -36,12 +38,20 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir.memory_planning import collect_specs_from_nodes
-from executorch.exir.tensor import TensorSpec
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._validation import is_integer
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+from .graph_code import deferred_recompile
+from .planning_pass import (
+    graph_specs,
+    has_control_flow,
+    plan_single_graph,
+    signature_with_maps,
+    spec_holder,
+    views_checked_once,
+)
 
 __all__ = [
     "MEM_ALGOS",
@@ -62,18 +72,6 @@ MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
 # --------------------------------------------------------------------------- the pass
 
 
-def _graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
-    """Every TensorSpec in the node metadata of ``graph_module`` and its submodules."""
-    for module in graph_module.modules():
-        if not isinstance(module, torch.fx.GraphModule):
-            continue
-        for node in module.graph.nodes:
-            specs = node.meta.get("spec")
-            for spec in specs if isinstance(specs, (list, tuple)) else (specs,):
-                if isinstance(spec, TensorSpec):
-                    yield spec
-
-
 def _copy_lifetime(lifetime: Any) -> Any:
     return list(lifetime) if isinstance(lifetime, list) else lifetime
 
@@ -84,13 +82,13 @@ class SpecSnapshot:
 
     Lifetime lists are shared between specs and also changed in place (Cadence's
     constraints widen them), so the list object is kept (to restore the sharing) along
-    with a copy of what it held.
+    with a copy of what it held. A view's fields live in its base, which is what is kept.
     """
 
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
         self.saved = [
             (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
-            for spec in dict.fromkeys(_graph_specs(graph_module))
+            for spec in dict.fromkeys(spec_holder(spec) for spec in graph_specs(graph_module))
         ]
 
     def restore(self) -> None:
@@ -162,18 +160,46 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         graph_module: torch.fx.GraphModule,
         graph_signature: ExportGraphSignature | None = None,
     ) -> PassResult:
-        """Upstream's run(); if it raises, every spec's placement and lifetime is put back.
+        """Upstream's run(): the same steps on the same objects, so the same program, at
+        the placer's speed; if it raises, every spec's placement and lifetime is put back.
+
+        What differs is how, never what (:mod:`cadence_memplan.executorch.planning_pass`
+        says why each is safe):
+
+        - ``recompile()`` only marks the graph module's code stale, to be regenerated when
+          it is next used (:mod:`~cadence_memplan.executorch.graph_code`): upstream
+          regenerates it about ten times, nothing in the pass reads it, and
+          ``to_executorch`` regenerates it after the pass anyway;
+        - exir gets a signature whose name maps are built once instead of per use;
+        - views (exir's ``_ViewSpec``) run their guards once, after the pass, instead of
+          on every read;
+        - a graph without control flow (all Cadence lowers) goes through
+          :func:`~cadence_memplan.executorch.planning_pass.plan_single_graph`: exir's and
+          Cadence's functions in upstream's order, lifetimes in one walk, no second
+          ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
 
         Upstream places pinned specs and resolves relative placements before the last
-        ``plan()`` call, so without this a failure would leave part of the graph placed.
+        ``plan()`` call, so without the snapshot a failure would leave part of the graph
+        placed.
         """
         snapshot = SpecSnapshot(graph_module)
+        signature = signature_with_maps(graph_signature)
         try:
-            result: PassResult = super().run(graph_module, graph_signature)
-            return result
+            with deferred_recompile(graph_module), views_checked_once(graph_module):
+                if has_control_flow(graph_module):
+                    super().run(graph_module, signature)
+                else:
+                    plan_single_graph(
+                        self.algo,
+                        graph_module,
+                        signature,
+                        self.alloc_graph_input,
+                        self.alloc_graph_output,
+                    )
         except BaseException:
             snapshot.restore()
             raise
+        return PassResult(graph_module, True)
 
 
 # --------------------------------------------------------------------------- seed-era API

@@ -1,9 +1,11 @@
 """Lower an exported program with a memory-planning pass, timed, and read back its plan.
 
-Used by the command line and by bench/transformer_to_executorch.py: :class:`TimedPlanning`
-wraps a ``CadenceMemoryPlanning`` (ours or upstream's) and times its placer and the whole
-pass; :func:`lower_and_plan` runs ``to_executorch`` with it and returns the program and
-the plan as a :class:`~cadence_memplan.stats.TensorTable`.
+Used by the command line and by bench/transformer_to_executorch.py: :func:`lower_exported`
+takes an exported program to an edge program the way Cadence's compiler does (or with
+plain ``to_edge``), :class:`TimedPlanning` wraps a ``CadenceMemoryPlanning`` (ours or
+upstream's) and times its placer and the whole pass; :func:`lower_and_plan` runs
+``to_executorch`` with it, in the backend config that goes with the lowering, and returns
+the program and the plan as a :class:`~cadence_memplan.stats.TensorTable`.
 """
 
 from __future__ import annotations
@@ -24,17 +26,65 @@ from executorch.exir.tensor import TensorSpec
 from .._types import ALGORITHMS
 from ..io.memories import Memory
 from ..stats import TensorTable, op_name, storage_sharing_spec_ids
+from . import LOWERINGS
+from .compiler import cadence_backend_config, import_cadence_compiler
 
 __all__ = [
+    "LOWERING_DESCRIPTIONS",
     "LoweredPlan",
     "PlannedSpecs",
     "TimedPlanning",
+    "backend_config",
+    "export_model",
     "graph_table",
     "lower_and_plan",
+    "lower_exported",
     "memory_config",
     "node_writers",
     "program_table",
 ]
+
+# What each lowering is, for progress lines and reports.
+LOWERING_DESCRIPTIONS = {
+    "cadence": "Cadence's compiler's passes and backend config",
+    "exir": "exir's to_edge and the default backend config, no Cadence passes",
+}
+
+
+def _check_lowering(lowering: str) -> None:
+    if lowering not in LOWERINGS:
+        raise ValueError(f"lowering must be one of {LOWERINGS}, got {lowering!r}")
+
+
+def export_model(model: torch.nn.Module, inputs: tuple[Any, ...], lowering: str) -> Any:
+    """``torch.export`` as the lowering's toolchain does: strict, as Cadence's compiler
+    exports (``export_to_executorch_gen_etrecord``), or not."""
+    _check_lowering(lowering)
+    return torch.export.export(model, inputs, strict=lowering == "cadence")
+
+
+def lower_exported(exported: Any, lowering: str) -> EdgeProgramManager:
+    """The edge program ``to_executorch`` starts from: with ``"cadence"``, Cadence's
+    compiler's ``_lower_ep_to_cadence`` (``to_edge`` with its compile config, then its
+    passes on exir ops in ``CompileMode.DEFAULT``), which is what
+    ``export_to_executorch_gen_etrecord`` lowers with; with ``"exir"``, plain ``to_edge``."""
+    _check_lowering(lowering)
+    if lowering == "cadence":
+        edge: EdgeProgramManager = import_cadence_compiler()._lower_ep_to_cadence(exported)
+        return edge
+    from executorch.exir import to_edge
+
+    return to_edge(exported)
+
+
+def backend_config(lowering: str, memory_planning_pass: Any) -> ExecutorchBackendConfig:
+    """The ``to_executorch`` config that goes with the lowering, planned by
+    ``memory_planning_pass``: Cadence's compiler's, or exir's default."""
+    _check_lowering(lowering)
+    if lowering == "cadence":
+        config: ExecutorchBackendConfig = cadence_backend_config(memory_planning_pass)
+        return config
+    return ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass)
 
 
 class TimedPlanning:
@@ -164,10 +214,12 @@ def lower_and_plan(
     alloc_outputs: bool = True,
     who: str = "C++ core",
     budget_ms: float | None = None,
+    lowering: str = "exir",
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
-    ``CadenceMemoryPlanning``) as the memory-planning pass; raises what the pass raises.
-    ``budget_ms`` caps our ``"best"`` placer's search (None: its default)."""
+    ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
+    ``lowering`` that made ``edge``; raises what the pass raises. ``budget_ms`` caps our
+    ``"best"`` placer's search (None: its default)."""
     pass_ = planning_class(
         memory_config(memories),
         CompileMode.DEFAULT,
@@ -179,7 +231,7 @@ def lower_and_plan(
         pass_.algo.budget_ms = budget_ms
     planning = TimedPlanning(pass_)
     began = time.perf_counter()
-    program = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    program = edge.to_executorch(backend_config(lowering, planning))
     total_seconds = time.perf_counter() - began
     table, node_names = program_table(program, alloc_inputs, alloc_outputs)
     timings = {

@@ -12,13 +12,15 @@ that call, builds the algorithm for the new
 ``MemoryConfig`` as upstream's ``CadenceMemoryPlanning`` does, and calls it as
 ``apply_algo`` did: upstream's ``MemoryPlanningAlgo.__call__``, so upstream's constraint
 generation, pinned and relative placements, then our placer. Only that planning step runs
-again; export, ``to_edge``, the passes before planning and the emitter do not.
+again; export, ``to_edge``, the passes before planning and the emitter do not. torch's
+PassManager regenerates the graph's Python code after each of upstream's constraint passes,
+which only read the graph (they record constraints and widen lifetimes); the re-plan defers
+that (:func:`~cadence_memplan.executorch.graph_code.deferred_recompile`), as our pass does.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from .._types import ALGORITHMS
 from ..io.memories import Memory
 from ..stats import TensorTable
 from .cadence import CadenceMemoryPlanning, SpecSnapshot
+from .graph_code import deferred_recompile
 from .lowering import PlannedSpecs, memory_config
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
@@ -105,25 +108,6 @@ class _RecordingAlgo:
         return bufsizes
 
 
-@contextlib.contextmanager
-def _graph_code_kept(graph_module: torch.fx.GraphModule) -> Iterator[None]:
-    """Skip ``recompile()`` while planning: torch's PassManager calls it after each of
-    upstream's constraint passes, which only read the graph (they record constraints and
-    widen lifetimes in the specs), so the regenerated Python code would be the same.
-    Regenerating it was 94% of a re-plan's time under cProfile (100 re-plans of the
-    default encoder: 26 s, 24.7 s of them in recompile; without it 1.1 s, of which
-    constraint generation 71%, placement 20%)."""
-    graph_module.recompile = _keep_code  # type: ignore[method-assign, assignment]
-    try:
-        yield
-    finally:
-        del graph_module.recompile  # the class's method again
-
-
-def _keep_code() -> None:
-    pass
-
-
 class Replanner:
     """A model lowered once, planned again at any memory configuration.
 
@@ -189,7 +173,7 @@ class Replanner:
         if self.budget_ms is not None:
             algo.budget_ms = self.budget_ms
         try:
-            with _graph_code_kept(call.graph_module):
+            with deferred_recompile(call.graph_module):
                 algo(
                     call.alignment,
                     call.specs,

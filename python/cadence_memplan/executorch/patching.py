@@ -1,0 +1,196 @@
+"""``patch_cadence()``: Cadence's compiler plans memory with cadence_memplan, no code change.
+
+In the style of scikit-learn-intelex's ``patch_sklearn()``: executorch's Cadence modules
+build their memory planning from a few module-level names, and the patch points each of
+them at ours, in every loaded module of ``executorch.backends.cadence`` that holds
+upstream's object under that name:
+
+- ``CadenceMemoryPlanning`` (``memory_planning``; ``compiler`` imports it by name and
+  builds it in ``export_to_executorch_gen_etrecord`` / ``_lower_ep_to_cadence_gen_etrecord``):
+  ours, :class:`~cadence_memplan.executorch.cadence.CadenceMemoryPlanning`;
+- ``PositionBasedGreedyWithHierarchy`` and ``GreedyWithHeuristic`` (``memory_planning``,
+  where upstream's own ``CadenceMemoryPlanning.get_mem_algos`` finds them): ours;
+- ``print_memory_planning_info`` (``memory_planning``, ``compiler``): ours, the same
+  tables read in one pass, with a peak-live lower bound per memory added.
+
+Modules imported later that take those names from ``memory_planning`` get ours too. Names
+a script took before the patch keep upstream's objects, so patch first (or run the script
+with ``python -m cadence_memplan.patch``).
+
+``mem_algo`` keeps its meaning: 0 first fit, 1 best fit (both upstream's placements,
+exactly), 2 ``best``. ``algorithm="best"`` (or ``CADENCE_MEMPLAN_ALGO=best``) makes every
+planner place with ``best``, for ``mem_algo`` 0/1 callers who want smaller plans.
+
+``unpatch_cadence()`` puts upstream's exact objects back wherever ours are. Both are
+idempotent. The patch changes module attributes, so it is process-wide, not per thread.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+from executorch.backends.cadence.aot import memory_planning as upstream_memory_planning
+from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass
+from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningAlgo
+from executorch.backends.cadence.aot.pass_utils import CompileMode
+from executorch.backends.cadence.aot.utils import MemoryConfig
+
+from ..patch import ALGORITHM_ENV, PATCH_ALGORITHMS, resolve_patch_algorithm
+from . import reports
+from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
+from .cadence import CadenceMemoryPlanning
+from .compiler import import_cadence_compiler
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "ALGORITHM_ENV",
+    "PATCH_ALGORITHMS",
+    "BestCadenceMemoryPlanning",
+    "CadencePatch",
+    "patch_cadence",
+    "patched_algorithm",
+    "unpatch_cadence",
+]
+
+_PACKAGE = "executorch.backends.cadence"
+
+
+class BestCadenceMemoryPlanning(CadenceMemoryPlanning):
+    """Our ``CadenceMemoryPlanning`` placing with ``best`` whatever ``mem_algo`` (0, 1 or
+    2) says: what ``patch_cadence(algorithm="best")`` installs."""
+
+    @staticmethod
+    def get_mem_algos(
+        memory_config: MemoryConfig,
+        mode: CompileMode,
+        alloc_graph_input: bool,
+        alloc_graph_output: bool,
+        additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None,
+    ) -> list[MemoryPlanningAlgo]:
+        best = CadenceMemoryPlanning.get_mem_algos(
+            memory_config,
+            mode,
+            alloc_graph_input,
+            alloc_graph_output,
+            additional_constraint_gen_passes,
+        )[2]
+        return [best, best, best]
+
+
+def _upstream_objects() -> dict[str, Any]:
+    return {
+        "CadenceMemoryPlanning": upstream_memory_planning.CadenceMemoryPlanning,
+        "PositionBasedGreedyWithHierarchy": upstream_memory_planning.PositionBasedGreedyWithHierarchy,
+        "GreedyWithHeuristic": upstream_memory_planning.GreedyWithHeuristic,
+        "print_memory_planning_info": upstream_memory_planning.print_memory_planning_info,
+    }
+
+
+# What each name becomes, per patch algorithm.
+_OURS: dict[str, dict[str, Any]] = {
+    "mem_algo": {
+        "CadenceMemoryPlanning": CadenceMemoryPlanning,
+        "PositionBasedGreedyWithHierarchy": PositionBasedGreedyWithHierarchy,
+        "GreedyWithHeuristic": GreedyWithHeuristic,
+        "print_memory_planning_info": reports.print_memory_planning_info,
+    },
+    "best": {
+        "CadenceMemoryPlanning": BestCadenceMemoryPlanning,
+        "PositionBasedGreedyWithHierarchy": BestOfHierarchy,
+        "GreedyWithHeuristic": BestOfHierarchy,
+        "print_memory_planning_info": reports.print_memory_planning_info,
+    },
+}
+
+# Upstream's objects, read before anything is patched (module import time).
+_UPSTREAM = _upstream_objects()
+_active: str | None = None
+
+
+def _cadence_modules() -> list[ModuleType]:
+    return [
+        module
+        for name, module in list(sys.modules.items())
+        if name == _PACKAGE or name.startswith(_PACKAGE + ".")
+    ]
+
+
+def _point_names_at(replacements: dict[str, Any], current: dict[str, set[int]]) -> None:
+    """In every loaded Cadence module, each name holding an object in ``current[name]``
+    (by identity) now holds ``replacements[name]``."""
+    for module in _cadence_modules():
+        namespace = getattr(module, "__dict__", {})  # sys.modules may hold stand-ins
+        for name, replacement in replacements.items():
+            if name in namespace and id(namespace[name]) in current[name]:
+                setattr(module, name, replacement)
+
+
+def _all_ours() -> dict[str, set[int]]:
+    return {name: {id(ours[name]) for ours in _OURS.values()} for name in _UPSTREAM}
+
+
+class CadencePatch:
+    """What :func:`patch_cadence` returns; as a context manager, leaving the block puts back
+    the state from before the call (unpatched, or patched with another algorithm)."""
+
+    def __init__(self, algorithm: str, previous: str | None) -> None:
+        self.algorithm = algorithm
+        self._previous = previous
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._previous is None:
+            unpatch_cadence()
+        else:
+            patch_cadence(algorithm=self._previous)
+
+    def __repr__(self) -> str:
+        return f"CadencePatch(algorithm={self.algorithm!r})"
+
+
+def patch_cadence(algorithm: str | None = None) -> CadencePatch:
+    """Make every memory planner executorch's Cadence compiler builds ours.
+
+    ``algorithm``: ``"mem_algo"`` keeps each caller's ``mem_algo`` (0 position, 1
+    heuristic, both upstream's placements exactly; 2 best); ``"best"`` places every plan
+    with ``best``. ``None`` reads ``CADENCE_MEMPLAN_ALGO`` (unset or empty: ``"mem_algo"``).
+    Anything else raises ``ValueError`` and changes nothing.
+
+    Imports Cadence's compiler (on Python 3.11 through
+    :func:`~cadence_memplan.executorch.compiler.import_cadence_compiler`, which supplies
+    ``typing.override``), so that its names are patched too. Calling it again switches the
+    algorithm; use the result as a context manager to undo it on leaving a block.
+    """
+    global _active
+    algorithm = resolve_patch_algorithm(algorithm)
+    import_cadence_compiler()
+    previous = _active
+    current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
+    _point_names_at(_OURS[algorithm], current)
+    _active = algorithm
+    return CadencePatch(algorithm, previous)
+
+
+def unpatch_cadence() -> None:
+    """Put upstream's objects back wherever ``patch_cadence`` put ours (a no-op when not
+    patched)."""
+    global _active
+    _point_names_at(_UPSTREAM, _all_ours())
+    _active = None
+
+
+def patched_algorithm() -> str | None:
+    """The algorithm of the patch in force (``"mem_algo"`` or ``"best"``), or None."""
+    return _active

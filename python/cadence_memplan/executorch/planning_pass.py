@@ -1,0 +1,393 @@
+"""The memory-planning pass around Cadence's placer, at the placer's speed, same program.
+
+Upstream's ``CadenceMemoryPlanning.run()`` (executorch 1.5.x) is exir's
+``MemoryPlanningPass.run`` followed by ``SimplifyIdmaOpsPass`` under a ``PassManager``.
+``MemoryPlanningPass.run`` sets the alloc nodes' specs, then ``apply_algo``: tensor
+lifetimes (``update_all_tensors_lifetime``), the specs to plan, control-flow submodules,
+the placer (Cadence's constraints, then ``plan()``), calls to free dynamic tensors, the
+buffer sizes; then exir's verifier checks graph inputs and outputs.
+
+:func:`plan_single_graph` runs those steps in that order, with exir's and Cadence's own
+functions, for the graphs Cadence lowers: no control-flow submodules, every spec in one
+memory pool (``enable_non_cpu_memory_planning`` is off, as upstream's pass never sets
+it), mutable buffers neither left out nor shared (upstream's pass builds its
+``MemoryPlanningPass`` that way). It differs in how, never in what:
+
+- Lifetimes come from :func:`update_lifetimes`, which gives every spec the lifetime exir's
+  ``update_all_tensors_lifetime`` gives it (tests/test_planning_pass.py holds them equal),
+  in one walk: exir flattens every node's arguments with pytree and re-derives each
+  argument's specs once per use, and reads the signature's maps for every use of a
+  placeholder.
+- ``SimplifyIdmaOpsPass`` is called directly instead of through a ``PassManager``, whose
+  only additions are a check (recompile, lint, no ``call_method`` nodes) of the graph that
+  constraint generation's own ``PassManager`` checked at its start, changed since only by
+  retargeted nops and inserted free calls, and a recompile after the pass; and it is not
+  called at all on a graph it would leave as it is (no idma load or store, no dead code).
+- exir's ``_apply_algo_to_submodules`` walks the graph four times to find none; a graph
+  with any cond/while/map/scan node goes to upstream's own ``run()`` instead.
+
+The caller (``CadenceMemoryPlanning.run``), on every graph, also defers ``recompile()``
+(:mod:`.graph_code`), hands exir a signature whose name maps are computed once
+(:func:`signature_with_maps`), and lets views run their guards once after the pass
+instead of on every read (:func:`views_checked_once`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from executorch.backends.cadence.aot.memory_planning import SimplifyIdmaOpsPass
+from executorch.exir import memory
+from executorch.exir.control_flow import while_loop as exir_while
+from executorch.exir.memory_planning import (
+    Verifier,
+    _alias_inplace_result_specs,
+    _contains_xnnpack_delegate,
+    _extend_storage_base_lifetimes,
+    _is_inplace_node,
+    _is_mutable_buffer,
+    collect_specs_from_nodes,
+    filter_nodes,
+    get_node_tensor_specs,
+    insert_calls_to_free,
+)
+from executorch.exir.passes import MemoryPlanningPass
+from executorch.exir.passes.replace_view_copy_with_view_pass import _ViewSpec
+from executorch.exir.tensor import TensorSpec
+from torch.export import ExportGraphSignature
+from torch.fx.immutable_collections import immutable_dict, immutable_list
+
+__all__ = [
+    "graph_specs",
+    "has_control_flow",
+    "plan_single_graph",
+    "signature_with_maps",
+    "spec_holder",
+    "update_lifetimes",
+    "views_checked_once",
+]
+
+
+def graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
+    """Every TensorSpec in the node metadata of ``graph_module`` and its submodules."""
+    for module in graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            specs = node.meta.get("spec")
+            # TensorSpec first: an isinstance check that fails on exir's _ViewSpec reads its
+            # __class__, which runs all its guards.
+            if isinstance(specs, TensorSpec):
+                yield specs
+            elif isinstance(specs, (list, tuple)):
+                yield from (spec for spec in specs if isinstance(spec, TensorSpec))
+
+
+def spec_holder(spec: TensorSpec) -> TensorSpec:
+    """The spec that holds ``spec``'s placement and lifetime: a view's base.
+
+    exir's ``_ViewSpec`` (memory.view nodes) forwards ``mem_id``, ``mem_offset`` and
+    ``lifetime`` to its base and runs its guards on every attribute read, so the base is
+    read instead (``object.__getattribute__`` reads ``_base`` without the guards)."""
+    while isinstance(spec, _ViewSpec):
+        spec = object.__getattribute__(spec, "_base")
+    return spec
+
+
+@contextlib.contextmanager
+def views_checked_once(graph_module: torch.fx.GraphModule) -> Iterator[None]:
+    """Within the block exir's ``_ViewSpec`` guards are off; after it each view runs them once.
+
+    A view's guards check that its shape, rank, dtype, layout and dynamism still agree
+    with its base's, and run on every attribute read: the pass reads views' placements
+    and lifetimes tens of thousands of times. The pass writes only placements and
+    lifetimes (its base's fields), which no guard reads, so a guard that would fail
+    inside the block fails the same way when each view runs its guards after it, before
+    anything else reads the view (the emitter would run them at its first read)."""
+    views = [
+        spec for spec in dict.fromkeys(graph_specs(graph_module)) if isinstance(spec, _ViewSpec)
+    ]
+    previous = [object.__getattribute__(view, "_unguarded_access") for view in views]
+    for view in views:
+        object.__setattr__(view, "_unguarded_access", True)
+    try:
+        yield
+    finally:
+        for view, unguarded in zip(views, previous, strict=True):
+            object.__setattr__(view, "_unguarded_access", unguarded)
+    for view in views:
+        view._run_guards()
+
+
+# --------------------------------------------------------------------------- signature
+
+
+class _SignatureWithMaps(ExportGraphSignature):
+    """The same signature (the same input and output spec objects) with the two name maps
+    exir's planning reads computed once.
+
+    ``ExportGraphSignature.inputs_to_buffers`` and ``buffers_to_mutate`` build a new
+    mapping from every input (output) spec on each access, and exir's lifetime pass reads
+    them for every use of every placeholder: quadratic in the number of parameters.
+    Nothing in the pass changes the signature, so the maps read once are the maps
+    upstream reads each time."""
+
+    @functools.cached_property
+    def inputs_to_buffers(self) -> Mapping[str, str]:
+        return super().inputs_to_buffers
+
+    @functools.cached_property
+    def buffers_to_mutate(self) -> Mapping[str, str]:
+        return super().buffers_to_mutate
+
+
+def signature_with_maps(signature: Any) -> Any:
+    """``signature`` with its name maps computed once; ``None`` and subclasses (which may
+    compute them otherwise) are returned as they are."""
+    if type(signature) is not ExportGraphSignature:
+        return signature
+    return _SignatureWithMaps(signature.input_specs, signature.output_specs)
+
+
+# --------------------------------------------------------------------------- lifetimes
+
+_SEQUENCES = frozenset([list, tuple, immutable_list])
+_MAPPINGS = frozenset([dict, immutable_dict])
+# Argument types pytree treats as leaves and that are never Nodes: skipped without a call.
+_LEAVES = frozenset(
+    [
+        int,
+        float,
+        bool,
+        str,
+        type(None),
+        torch.dtype,
+        torch.device,
+        torch.layout,
+        torch.memory_format,
+    ]
+)
+
+
+def _collect_nodes(value: Any, nodes: list[torch.fx.Node]) -> bool:
+    """Append the Nodes in ``value`` as pytree flattens it; False where ``value`` holds a
+    container whose flattening this does not mirror (the caller then asks pytree)."""
+    kind = type(value)
+    if kind in _SEQUENCES:
+        items = value
+    elif kind in _MAPPINGS:
+        items = value.values()
+    elif isinstance(value, torch.fx.Node):
+        nodes.append(value)
+        return True
+    else:  # namedtuples, structseqs, OrderedDict...: pytree's own rules
+        return not isinstance(value, (list, tuple, dict))
+    for item in items:
+        item_kind = type(item)
+        if item_kind is torch.fx.Node:
+            nodes.append(item)
+        elif item_kind not in _LEAVES and not _collect_nodes(item, nodes):
+            return False
+    return True
+
+
+def _visited_nodes(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """``node`` and the Nodes in its arguments: exir's ``filter_nodes`` of them."""
+    nodes = [node]
+    if _collect_nodes(node.args, nodes) and _collect_nodes(node.kwargs, nodes):
+        return nodes
+    found: list[torch.fx.Node] = filter_nodes([node, *node.args, *node.kwargs.values()])
+    return found
+
+
+def _node_tensor_specs(node: torch.fx.Node) -> list[TensorSpec]:
+    """exir's ``get_node_tensor_specs``: the node's specs (a memory.view's are its base's),
+    scalars left out. A TensorSpec is kept without asking whether it is a scalar, as an
+    isinstance check that fails on a ``_ViewSpec`` reads its ``__class__`` and runs its
+    guards."""
+    if node.target == memory.view:
+        return list(get_node_tensor_specs(node))
+    specs = node.meta.get("spec")
+    if isinstance(specs, TensorSpec):
+        return [specs]
+    if not isinstance(specs, (list, tuple)):
+        return []
+    return [
+        spec
+        for spec in specs
+        if isinstance(spec, TensorSpec) or not isinstance(spec, (int, float, bool, str, type(None)))
+    ]
+
+
+class _SpecsWhenVisited:
+    """The specs whose lifetime a use of a node extends: exir's ``collect_specs_from_nodes``
+    on ``[node]`` with every filter off, as ``update_all_tensors_lifetime`` calls it, for
+    each node once. An in-place node's result specs become its input's
+    (``_alias_inplace_result_specs``) and it contributes none."""
+
+    def __init__(self) -> None:
+        self.holders: dict[torch.fx.Node, list[TensorSpec]] = {}
+        self.visited: set[TensorSpec] = set()
+        self._inplace: dict[Any, bool] = {}  # by target: parsing the schema is not cheap
+
+    def _is_inplace(self, node: torch.fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        try:
+            return self._inplace[node.target]
+        except KeyError:
+            inplace: bool = _is_inplace_node(node)
+            self._inplace[node.target] = inplace
+            return inplace
+        except TypeError:  # an unhashable target
+            unhashable: bool = _is_inplace_node(node)
+            return unhashable
+
+    def of(self, node: torch.fx.Node) -> list[TensorSpec]:
+        """The holders (:func:`spec_holder`) of the specs a use of ``node`` extends."""
+        holders = self.holders.get(node)
+        if holders is not None:
+            return holders
+        specs = [] if node.op == "get_attr" else _node_tensor_specs(node)
+        if specs and self._is_inplace(node):
+            # exir aliases on every visit; the first one (at the node's own index, before
+            # any user) decides, as the inputs' specs it reads are final by then.
+            _alias_inplace_result_specs(node)
+            specs = []
+        specs = [spec for spec in specs if spec is not None]
+        self.visited.update(specs)
+        holders = self.holders[node] = [spec_holder(spec) for spec in specs]
+        return holders
+
+
+def update_lifetimes(
+    graph_module: torch.fx.GraphModule, graph_signature: Any = None
+) -> set[TensorSpec]:
+    """Set every tensor's lifetime in ``graph_module`` (not its submodules) as exir's
+    ``update_all_tensors_lifetime`` does, and return the specs it visited.
+
+    A spec's lifetime is ``[first, last]``: the indices of the first and last node that
+    produces or uses it (0 for graph inputs; the last node for mutable buffers), widened
+    from what it held before; storage-backed specs then widen their bases'
+    (``_extend_storage_base_lifetimes``). Each node's specs are derived once, each view's
+    lifetime is read and written in its base, and each spec gets one new list at the end
+    (exir makes a new one per use) holding the same numbers."""
+    nodes = graph_module.graph.nodes
+    last_index = len(nodes) - 1
+    specs = _SpecsWhenVisited()
+    spans: dict[TensorSpec, list[Any]] = {}  # by holder: [start, end] so far
+    for index, node in enumerate(nodes):
+        is_input = node.op == "placeholder"
+        never_freed = is_input and _is_mutable_buffer(node, graph_signature)
+        for used in _visited_nodes(node):
+            for holder in specs.of(used):
+                span = spans.get(holder)
+                if span is None:
+                    start, end = holder.lifetime
+                    span = spans[holder] = [start, end]
+                start, end = span
+                span[0] = 0 if is_input else (index if start is None or start > index else start)
+                span[1] = (
+                    last_index if never_freed else (index if end is None or end < index else end)
+                )
+    for holder, span in spans.items():
+        holder.lifetime = span
+    _extend_storage_base_lifetimes(specs.visited)
+    return specs.visited
+
+
+# --------------------------------------------------------------------------- the pass
+
+_CONTROL_FLOW = frozenset(
+    [
+        torch.ops.higher_order.cond,
+        exir_while,
+        torch.ops.higher_order.map_impl,
+        torch.ops.higher_order.scan,
+    ]
+)
+
+
+def _free_of_dead_code(graph_module: torch.fx.GraphModule) -> bool:
+    """Whether torch's ``eliminate_dead_code`` would remove nothing: it removes, last node
+    first, the nodes without users that are not impure, so with none to start with it
+    removes none. Outside a tracing context (where purity follows inductor's config) and
+    without child graph modules (which it cleans too)."""
+    if torch._guards.TracingContext.try_get() is not None:
+        return False
+    if any(isinstance(child, torch.fx.GraphModule) for child in graph_module.children()):
+        return False
+    return all(node.users or node.is_impure() for node in graph_module.graph.nodes)
+
+
+def _simplify_idma_ops(graph_module: torch.fx.GraphModule) -> None:
+    """Upstream's ``SimplifyIdmaOpsPass`` (idma_load/idma_store to idma_copy, then dead-code
+    elimination, then a recompile), skipped on a graph it would leave as it is: no idma
+    load or store and no dead code. Its dead-code elimination (a lint and a purity check
+    of every node) is most of its time."""
+    graph = graph_module.graph
+    rewritten = (torch.ops.cadence.idma_load.out, torch.ops.cadence.idma_store.out)
+    if any(graph.find_nodes(op="call_function", target=op) for op in rewritten) or not (
+        _free_of_dead_code(graph_module)
+    ):
+        SimplifyIdmaOpsPass()(graph_module)
+
+
+def has_control_flow(graph_module: torch.fx.GraphModule) -> bool:
+    """Whether any node is one whose submodules exir's ``apply_algo`` plans first."""
+    return any(node.target in _CONTROL_FLOW for node in graph_module.graph.nodes)
+
+
+def plan_single_graph(
+    algo: Any,
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+) -> None:
+    """Upstream's ``CadenceMemoryPlanning.run`` with ``algo``, for a graph without control
+    flow (see the module's docstring); the caller checks :func:`has_control_flow`."""
+    # Upstream's run() builds exactly this pass; its alignment and its alloc-node specs.
+    planning = MemoryPlanningPass(
+        algo,
+        allow_lifetime_and_storage_overlap=True,
+        alloc_graph_input=alloc_graph_input,
+        alloc_graph_output=alloc_graph_output,
+    )
+    planning._set_alloc_node_spec(graph_module)
+
+    # apply_algo, for one graph and one memory pool (base memory id 1, so exir's remap of
+    # the placer's mem ids leaves them as they are).
+    update_lifetimes(graph_module, graph_signature)
+    specs = list(
+        collect_specs_from_nodes(
+            graph_module.graph.nodes,
+            graph_signature,
+            do_assertion=False,
+            ignore_graph_input=not alloc_graph_input,
+            ignore_graph_output=not alloc_graph_output,
+            ignore_mutable_buffers=False,
+        )
+    )
+    graph_module.input_mem_buffer_sizes = []  # type: ignore[assignment]  # no submodules
+    extra_padding = 64 if _contains_xnnpack_delegate(graph_module) else 0
+    bufsizes = algo(planning.alignment, specs, graph_module, graph_signature, extra_padding)
+    buffer_sizes = [0, *bufsizes[1:]]  # index 0 is the constants', as apply_algo reserves it
+    if len(buffer_sizes) < 2:
+        buffer_sizes.append(0)
+    insert_calls_to_free(graph_module, specs)
+    graph_module.meta["non_const_buffer_sizes"] = buffer_sizes
+
+    verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        pairs = verifier.verify_storage_reuse(True)
+        name = getattr(algo, "__name__", repr(algo))
+        logging.debug("The %s algorithm reuses storage for %d pair of tensors", name, pairs)  # noqa: LOG015
+    verifier.verify_graph_input_output()
+
+    _simplify_idma_ops(graph_module)
