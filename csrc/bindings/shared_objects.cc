@@ -9,6 +9,7 @@
 
 #include "bindings/convert.h"
 #include "core/shared_objects.h"
+#include "core/storage_reuse.h"
 
 namespace cadence_memplan::bindings {
 namespace {

@@ -74,6 +74,15 @@ enum class Occupancy {
   kScan,           // Scan every tensor of the memory: the naive baseline, for benchmarks.
 };
 
+// How exir's planners (shared_objects.h) find the shared objects a tensor may
+// go into, and how the storage-reuse check (storage_reuse.h) finds the pairs
+// it judges. Every choice gives the same result; they differ only in speed.
+enum class ObjectSearch {
+  kAuto,   // Per memory and per query, the cheaper of the two below (object_pool.h).
+  kIndex,  // The allocations alive with the tensor, from a LiveAllocationIndex.
+  kScan,   // Every allocation of every object, as exir's loops do: the baseline.
+};
+
 // A half-open byte range [begin, end); empty when begin >= end.
 struct Segment {
   Offset begin = 0;

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "shared_objects.h"
+#include "storage_reuse.h"
 
 namespace {
 

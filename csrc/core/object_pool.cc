@@ -1,0 +1,176 @@
+#include "object_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace cadence_memplan {
+
+ObjectSizeTree::ObjectSizeTree(int64_t capacity) {
+  while (leaves_ < capacity) leaves_ *= 2;
+  max_size_.assign(static_cast<size_t>(2 * leaves_), -1);
+}
+
+void ObjectSizeTree::Set(int64_t object, Size size) {
+  int64_t node = leaves_ + object;
+  max_size_[node] = size;
+  for (node /= 2; node >= 1; node /= 2) {
+    max_size_[node] = std::max(max_size_[2 * node], max_size_[2 * node + 1]);
+  }
+}
+
+int64_t ObjectSizeTree::Find(int64_t node, int64_t first, int64_t count, int64_t from,
+                             Size size) const {
+  if (first + count <= from || max_size_[node] < size) return -1;
+  if (count == 1) return first;
+  const int64_t half = count / 2;
+  const int64_t left = Find(2 * node, first, half, from, size);
+  return left >= 0 ? left : Find(2 * node + 1, first + half, half, from, size);
+}
+
+ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
+                       const std::vector<TensorIndex>& members, std::vector<Allocation>* where,
+                       ObjectSearch search, int64_t index_minimum_tensors,
+                       std::vector<int64_t>* slot_of)
+    : lifetimes_(&lifetimes),
+      where_(where),
+      search_(search),
+      sizes_(static_cast<int64_t>(members.size())) {
+  if (search_ == ObjectSearch::kAuto &&
+      static_cast<int64_t>(members.size()) < index_minimum_tensors) {
+    search_ = ObjectSearch::kScan;
+  }
+  if (search_ != ObjectSearch::kScan) {
+    std::vector<std::pair<Time, TensorIndex>> points;
+    points.reserve(members.size());
+    for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
+    index_ = LiveAllocationIndex(std::move(points), lifetimes, slot_of);
+  }
+}
+
+ObjectPool::Picked ObjectPool::Pick(TensorIndex tensor, Size size, bool allow_overlapping) {
+  const Found found = Find(tensor, size, /*skip_small=*/false, allow_overlapping);
+  if (found.object < 0) {
+    AddObject(tensor, size);
+    return Picked::kNewObject;
+  }
+  // Step 1 takes the first free object whatever its size; exir then asserts.
+  if (found.first_pass && object_sizes_[found.object] < size) return Picked::kNotSorted;
+  Add(tensor, found.object, found.offset, size);
+  return Picked::kReused;
+}
+
+bool ObjectPool::Reuse(TensorIndex tensor, Size size, bool allow_overlapping) {
+  const Found found = Find(tensor, size, /*skip_small=*/true, allow_overlapping);
+  if (found.object < 0) return false;
+  Add(tensor, found.object, found.offset, size);
+  return true;
+}
+
+void ObjectPool::AddObject(TensorIndex tensor, Size size) {
+  const int64_t object = object_count();
+  object_sizes_.push_back(size);
+  allocations_.emplace_back();
+  if (search_ != ObjectSearch::kScan) {
+    sizes_.Set(object, size);
+    blocked_stamp_.push_back(0);
+    overlap_end_.push_back(0);
+  }
+  Add(tensor, object, 0, size);
+}
+
+void ObjectPool::Add(TensorIndex tensor, int64_t object, Offset offset, Size size) {
+  (*where_)[tensor] = {object, offset, size};
+  allocations_[object].push_back(tensor);
+  ++allocation_count_;
+  if (search_ != ObjectSearch::kScan) index_.Insert(tensor);
+}
+
+bool ObjectPool::Overlaps(TensorIndex tensor, TensorIndex allocated) const {
+  const Lifetime& a = (*lifetimes_)[tensor];
+  const Lifetime& b = (*lifetimes_)[allocated];
+  return !(a.end < b.start || a.start > b.end);
+}
+
+ObjectPool::Found ObjectPool::Find(TensorIndex tensor, Size size, bool skip_small,
+                                   bool allow_overlapping) {
+  if (search_ == ObjectSearch::kScan) return FindScan(tensor, size, skip_small, allow_overlapping);
+  // The index reads at most the query's window (and lists the k allocations
+  // alive with the tensor); exir's loops read at most every allocation so
+  // far, but stop at the first overlap in each object and often at the first
+  // object. Where many allocations are alive at once the loops win; where few
+  // are, the index. Both answers are exir's.
+  if (search_ == ObjectSearch::kAuto &&
+      allocation_count_ <= kScanPerWindow * index_.WindowSize(tensor)) {
+    return FindScan(tensor, size, skip_small, allow_overlapping);
+  }
+  return FindIndexed(tensor, size, skip_small, allow_overlapping);
+}
+
+ObjectPool::Found ObjectPool::FindIndexed(TensorIndex tensor, Size size, bool skip_small,
+                                          bool allow_overlapping) {
+  ++query_;
+  blocked_.clear();
+  index_.ForEachOverlapping(tensor, [&](TensorIndex allocated) {
+    const Allocation& allocation = (*where_)[allocated];
+    const int64_t object = allocation.object;
+    const Offset end = allocation.offset + allocation.size;
+    if (blocked_stamp_[object] != query_) {
+      blocked_stamp_[object] = query_;
+      overlap_end_[object] = end;
+      blocked_.push_back(object);
+    } else {
+      overlap_end_[object] = std::max(overlap_end_[object], end);
+    }
+  });
+  if (!skip_small) {
+    // At most k objects are blocked, so this reads at most k + 1.
+    for (int64_t object = 0; object < object_count(); ++object) {
+      if (blocked_stamp_[object] != query_) return {object, 0, true};
+    }
+  } else {
+    for (int64_t from = 0;;) {
+      const int64_t object = sizes_.FirstAtLeast(from, size);
+      if (object < 0) break;
+      if (blocked_stamp_[object] != query_) return {object, 0, true};
+      from = object + 1;
+    }
+  }
+  if (!allow_overlapping) return {};
+  Found best;
+  for (int64_t object : blocked_) {
+    const Offset end = overlap_end_[object];
+    if (end > 0 && end + size <= object_sizes_[object] &&
+        (best.object < 0 || object < best.object)) {
+      best = {object, end, false};
+    }
+  }
+  return best;
+}
+
+ObjectPool::Found ObjectPool::FindScan(TensorIndex tensor, Size size, bool skip_small,
+                                       bool allow_overlapping) const {
+  for (int64_t object = 0; object < object_count(); ++object) {
+    if (skip_small && object_sizes_[object] < size) continue;
+    bool free = true;
+    for (TensorIndex allocated : allocations_[object]) {
+      if (Overlaps(tensor, allocated)) {
+        free = false;
+        break;
+      }
+    }
+    if (free) return {object, 0, true};
+  }
+  if (!allow_overlapping) return {};
+  for (int64_t object = 0; object < object_count(); ++object) {
+    Offset end = 0;
+    for (TensorIndex allocated : allocations_[object]) {
+      if (!Overlaps(tensor, allocated)) continue;
+      const Allocation& allocation = (*where_)[allocated];
+      end = std::max(end, allocation.offset + allocation.size);
+    }
+    if (end > 0 && end + size <= object_sizes_[object]) return {object, end, false};
+  }
+  return {};
+}
+
+}  // namespace cadence_memplan
