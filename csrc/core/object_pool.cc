@@ -34,12 +34,19 @@ ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
     : lifetimes_(&lifetimes),
       where_(where),
       search_(search),
-      sizes_(static_cast<int64_t>(members.size())) {
+      sizes_(static_cast<int64_t>(members.size())),
+      free_objects_(static_cast<int64_t>(members.size())) {
+  // The tree compares lifetimes as intervals, which exir's test is only for
+  // lifetimes that are not inverted.
+  const bool intervals = std::none_of(members.begin(), members.end(),
+                                      [&](TensorIndex t) { return lifetimes[t].empty(); });
   if (search_ == ObjectSearch::kAuto &&
       static_cast<int64_t>(members.size()) < index_minimum_tensors) {
     search_ = ObjectSearch::kScan;
   }
-  if (search_ != ObjectSearch::kScan) {
+  if (search_ == ObjectSearch::kAuto && intervals) search_ = ObjectSearch::kTree;
+  if (search_ == ObjectSearch::kTree && !intervals) search_ = ObjectSearch::kScan;
+  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kIndex) {
     std::vector<std::pair<Time, TensorIndex>> points;
     points.reserve(members.size());
     for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
@@ -70,7 +77,8 @@ void ObjectPool::AddObject(TensorIndex tensor, Size size) {
   const int64_t object = object_count();
   object_sizes_.push_back(size);
   allocations_.emplace_back();
-  if (search_ != ObjectSearch::kScan) {
+  if (search_ == ObjectSearch::kTree) records_.emplace_back();
+  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kIndex) {
     sizes_.Set(object, size);
     blocked_stamp_.push_back(0);
     overlap_end_.push_back(0);
@@ -80,8 +88,14 @@ void ObjectPool::AddObject(TensorIndex tensor, Size size) {
 
 void ObjectPool::Add(TensorIndex tensor, int64_t object, Offset offset, Size size) {
   (*where_)[tensor] = {object, offset, size};
-  allocations_[object].push_back(tensor);
   ++allocation_count_;
+  if (search_ == ObjectSearch::kTree) {
+    const Lifetime& lifetime = (*lifetimes_)[tensor];
+    free_objects_.AddBusy(object, object_sizes_[object], lifetime);
+    records_[object].push_back({lifetime, offset + size});
+    return;
+  }
+  allocations_[object].push_back(tensor);
   if (search_ != ObjectSearch::kScan) index_.Insert(tensor);
 }
 
@@ -94,6 +108,8 @@ bool ObjectPool::Overlaps(TensorIndex tensor, TensorIndex allocated) const {
 ObjectPool::Found ObjectPool::Find(TensorIndex tensor, Size size, bool skip_small,
                                    bool allow_overlapping) {
   if (search_ == ObjectSearch::kScan) return FindScan(tensor, size, skip_small, allow_overlapping);
+  if (search_ == ObjectSearch::kTree)
+    return FindByTree(tensor, size, skip_small, allow_overlapping);
   // The index reads at most the query's window (and lists the k allocations
   // alive with the tensor); exir's loops read at most every allocation so
   // far, but stop at the first overlap in each object and often at the first
@@ -145,6 +161,30 @@ ObjectPool::Found ObjectPool::FindIndexed(TensorIndex tensor, Size size, bool sk
     }
   }
   return best;
+}
+
+ObjectPool::Found ObjectPool::FindByTree(TensorIndex tensor, Size size, bool skip_small,
+                                         bool allow_overlapping) const {
+  const Lifetime& lifetime = (*lifetimes_)[tensor];
+  const int64_t free = free_objects_.FirstFree(object_count(), skip_small ? size : 0, lifetime);
+  if (free >= 0) return {free, 0, true};
+  if (!allow_overlapping) return {};
+  // Exir's second pass takes the first object whose overlapping allocations
+  // end at some e > 0 with e + size <= its size: an object no larger than the
+  // tensor never qualifies, and one allocation ending above its size - size
+  // rules an object out without reading the rest.
+  for (int64_t object = 0; object < object_count(); ++object) {
+    const Offset limit = object_sizes_[object] - size;
+    if (limit <= 0) continue;
+    Offset end = 0;
+    for (const Record& record : records_[object]) {
+      if (!record.lifetime.Overlaps(lifetime)) continue;
+      end = std::max(end, record.end);
+      if (end > limit) break;
+    }
+    if (end > 0 && end <= limit) return {object, end, false};
+  }
+  return {};
 }
 
 ObjectPool::Found ObjectPool::FindScan(TensorIndex tensor, Size size, bool skip_small,

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "free_object_tree.h"
 #include "live_allocation_index.h"
 #include "types.h"
 
@@ -108,6 +109,7 @@ class ObjectPool {
   // Steps 1 and 2; with `skip_small`, step 1 skips objects smaller than `size`.
   Found Find(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping);
   Found FindIndexed(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping);
+  Found FindByTree(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping) const;
   Found FindScan(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping) const;
   void Add(TensorIndex tensor, int64_t object, Offset offset, Size size);
   bool Overlaps(TensorIndex tensor, TensorIndex allocated) const;
@@ -129,6 +131,14 @@ class ObjectPool {
   std::vector<Offset> overlap_end_;
   std::vector<int64_t> blocked_;
   int64_t query_ = 0;
+  // kTree: the objects' busy times, and each object's allocations as the
+  // second pass reads them, side by side.
+  struct Record {
+    Lifetime lifetime;
+    Offset end;  // The allocation's offset plus size, in the object.
+  };
+  FreeObjectTree free_objects_;
+  std::vector<std::vector<Record>> records_;
   // The tensors of each object, in the order they were added (exir's loops).
   std::vector<std::vector<TensorIndex>> allocations_;
   int64_t allocation_count_ = 0;  // Over all objects.

@@ -78,7 +78,8 @@ enum class Occupancy {
 // go into, and how the storage-reuse check (storage_reuse.h) finds the pairs
 // it judges. Every choice gives the same result; they differ only in speed.
 enum class ObjectSearch {
-  kAuto,   // Per memory and per query, the cheaper of the two below (object_pool.h).
+  kAuto,   // Per memory, the fastest of those below (object_pool.h).
+  kTree,   // The first free object from a FreeObjectTree, then exir's second pass.
   kIndex,  // The allocations alive with the tensor, from a LiveAllocationIndex.
   kScan,   // Every allocation of every object, as exir's loops do: the baseline.
 };
