@@ -88,9 +88,12 @@ void FreeObjectTree::AddBusy(int64_t object, Size size, const Lifetime& lifetime
   AddRun(&all_busy_[node], lifetime);
   // The leaf gained exactly the times of `lifetime`, so only there can the
   // intersections above it grow; they stop growing at the first that does not.
-  for (node /= 2; node >= 1; node /= 2) {
-    Clip(all_busy_[2 * node], lifetime, &left_);
-    Clip(all_busy_[2 * node + 1], lifetime, &right_);
+  for (int64_t child = node; child > 1; child /= 2) {
+    node = child / 2;
+    // Nothing can grow where the sibling is free, the usual case: look there first.
+    Clip(all_busy_[child ^ 1], lifetime, &left_);
+    if (left_.empty()) break;
+    Clip(all_busy_[child], lifetime, &right_);
     Intersect(left_, right_, &both_);
     bool grew = false;
     for (const Lifetime& run : both_) {
@@ -102,19 +105,21 @@ void FreeObjectTree::AddBusy(int64_t object, Size size, const Lifetime& lifetime
   }
 }
 
-int64_t FreeObjectTree::FirstFree(int64_t count, Size min_size, const Lifetime& lifetime) const {
-  return Find(1, 0, leaves_, count, min_size, lifetime);
+int64_t FreeObjectTree::FirstFree(int64_t from, int64_t count, Size min_size,
+                                  const Lifetime& lifetime) const {
+  return Find(1, 0, leaves_, from, count, min_size, lifetime);
 }
 
-int64_t FreeObjectTree::Find(int64_t node, int64_t first, int64_t width, int64_t count,
-                             Size min_size, const Lifetime& lifetime) const {
-  if (first >= count || max_size_[node] < min_size || Meets(all_busy_[node], lifetime)) {
+int64_t FreeObjectTree::Find(int64_t node, int64_t first, int64_t width, int64_t from,
+                             int64_t count, Size min_size, const Lifetime& lifetime) const {
+  if (first >= count || first + width <= from || max_size_[node] < min_size ||
+      Meets(all_busy_[node], lifetime)) {
     return -1;
   }
   if (width == 1) return first;
   const int64_t half = width / 2;
-  const int64_t left = Find(2 * node, first, half, count, min_size, lifetime);
-  return left >= 0 ? left : Find(2 * node + 1, first + half, half, count, min_size, lifetime);
+  const int64_t left = Find(2 * node, first, half, from, count, min_size, lifetime);
+  return left >= 0 ? left : Find(2 * node + 1, first + half, half, from, count, min_size, lifetime);
 }
 
 }  // namespace cadence_memplan

@@ -41,15 +41,15 @@ class FreeObjectTree {
   // busy during the non-empty `lifetime` from now on.
   void AddBusy(int64_t object, Size size, const Lifetime& lifetime);
 
-  // The first object among 0..count-1 of at least `min_size` bytes that is
-  // busy at no time of the non-empty `lifetime`; -1 when there is none.
-  int64_t FirstFree(int64_t count, Size min_size, const Lifetime& lifetime) const;
+  // The first object among from..count-1 of at least `min_size` bytes that
+  // is busy at no time of the non-empty `lifetime`; -1 when there is none.
+  int64_t FirstFree(int64_t from, int64_t count, Size min_size, const Lifetime& lifetime) const;
 
  private:
   using Runs = std::vector<Lifetime>;  // Sorted, disjoint, not adjacent.
 
-  int64_t Find(int64_t node, int64_t first, int64_t width, int64_t count, Size min_size,
-               const Lifetime& lifetime) const;
+  int64_t Find(int64_t node, int64_t first, int64_t width, int64_t from, int64_t count,
+               Size min_size, const Lifetime& lifetime) const;
 
   int64_t leaves_ = 1;
   // Heap layout, node 1 the root, leaf i at leaves_ + i: the times at which

@@ -1,5 +1,7 @@
 #include "object_pool.h"
 
+#include "occupancy.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -29,22 +31,23 @@ int64_t ObjectSizeTree::Find(int64_t node, int64_t first, int64_t count, int64_t
 
 ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
                        const std::vector<TensorIndex>& members, std::vector<Allocation>* where,
-                       ObjectSearch search, int64_t index_minimum_tensors,
+                       ObjectSearch search, int64_t auto_minimum_tensors,
                        std::vector<int64_t>* slot_of)
     : lifetimes_(&lifetimes),
       where_(where),
       search_(search),
       sizes_(static_cast<int64_t>(members.size())),
-      free_objects_(static_cast<int64_t>(members.size())) {
+      free_objects_(static_cast<int64_t>(members.size())),
+      first_allocations_(static_cast<int64_t>(members.size())) {
   // The tree compares lifetimes as intervals, which exir's test is only for
   // lifetimes that are not inverted.
-  const bool intervals = std::none_of(members.begin(), members.end(),
-                                      [&](TensorIndex t) { return lifetimes[t].empty(); });
-  if (search_ == ObjectSearch::kAuto &&
-      static_cast<int64_t>(members.size()) < index_minimum_tensors) {
-    search_ = ObjectSearch::kScan;
-  }
-  if (search_ == ObjectSearch::kAuto && intervals) search_ = ObjectSearch::kTree;
+  std::vector<Lifetime> member_lifetimes;
+  member_lifetimes.reserve(members.size());
+  for (TensorIndex t : members) member_lifetimes.push_back(lifetimes[t]);
+  const bool intervals = std::none_of(member_lifetimes.begin(), member_lifetimes.end(),
+                                      [](const Lifetime& lifetime) { return lifetime.empty(); });
+  if (search_ == ObjectSearch::kAuto)
+    search_ = ChooseSearch(member_lifetimes, intervals, auto_minimum_tensors);
   if (search_ == ObjectSearch::kTree && !intervals) search_ = ObjectSearch::kScan;
   if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kIndex) {
     std::vector<std::pair<Time, TensorIndex>> points;
@@ -52,6 +55,21 @@ ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
     for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
     index_ = LiveAllocationIndex(std::move(points), lifetimes, slot_of);
   }
+}
+
+ObjectSearch ObjectPool::ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
+                                      int64_t minimum_tensors) {
+  const auto count = static_cast<int64_t>(lifetimes.size());
+  if (count < minimum_tensors) return ObjectSearch::kScan;
+  if (!intervals) return ObjectSearch::kAuto;
+  // Each structure pays for what it lists: the tree for the allocations of
+  // the objects it reads (about count / overlaps each), the index for the
+  // allocations alive with the tensor (about overlaps).
+  const double overlaps = 2.0 * static_cast<double>(CountOverlappingPairs(lifetimes)) /
+                          static_cast<double>(std::max<int64_t>(count, 1));
+  return static_cast<double>(count) > kIndexOverlapsSquared * overlaps * overlaps
+             ? ObjectSearch::kIndex
+             : ObjectSearch::kTree;
 }
 
 ObjectPool::Picked ObjectPool::Pick(TensorIndex tensor, Size size, bool allow_overlapping) {
@@ -92,6 +110,8 @@ void ObjectPool::Add(TensorIndex tensor, int64_t object, Offset offset, Size siz
   if (search_ == ObjectSearch::kTree) {
     const Lifetime& lifetime = (*lifetimes_)[tensor];
     free_objects_.AddBusy(object, object_sizes_[object], lifetime);
+    if (records_[object].empty())
+      first_allocations_.AddBusy(object, object_sizes_[object], lifetime);
     records_[object].push_back({lifetime, offset + size});
     return;
   }
@@ -166,23 +186,35 @@ ObjectPool::Found ObjectPool::FindIndexed(TensorIndex tensor, Size size, bool sk
 ObjectPool::Found ObjectPool::FindByTree(TensorIndex tensor, Size size, bool skip_small,
                                          bool allow_overlapping) const {
   const Lifetime& lifetime = (*lifetimes_)[tensor];
-  const int64_t free = free_objects_.FirstFree(object_count(), skip_small ? size : 0, lifetime);
+  const int64_t free = free_objects_.FirstFree(0, object_count(), skip_small ? size : 0, lifetime);
   if (free >= 0) return {free, 0, true};
   if (!allow_overlapping) return {};
   // Exir's second pass takes the first object whose overlapping allocations
-  // end at some e > 0 with e + size <= its size: an object no larger than the
-  // tensor never qualifies, and one allocation ending above its size - size
-  // rules an object out without reading the rest.
-  for (int64_t object = 0; object < object_count(); ++object) {
+  // end at some e > 0 with e + size <= its size. An object no larger than the
+  // tensor never qualifies; nor, for size > 0, does one whose first
+  // allocation, which spans it, overlaps the tensor. Of the rest, one
+  // allocation ending above its size - size rules an object out.
+  const auto qualifies = [&](int64_t object, Offset* end) {
     const Offset limit = object_sizes_[object] - size;
-    if (limit <= 0) continue;
-    Offset end = 0;
+    *end = 0;
     for (const Record& record : records_[object]) {
       if (!record.lifetime.Overlaps(lifetime)) continue;
-      end = std::max(end, record.end);
-      if (end > limit) break;
+      *end = std::max(*end, record.end);
+      if (*end > limit) return false;
     }
-    if (end > 0 && end <= limit) return {object, end, false};
+    return *end > 0;
+  };
+  Offset end = 0;
+  if (size > 0) {
+    for (int64_t object = first_allocations_.FirstFree(0, object_count(), size + 1, lifetime);
+         object >= 0;
+         object = first_allocations_.FirstFree(object + 1, object_count(), size + 1, lifetime)) {
+      if (qualifies(object, &end)) return {object, end, false};
+    }
+    return {};
+  }
+  for (int64_t object = 0; object < object_count(); ++object) {
+    if (object_sizes_[object] > size && qualifies(object, &end)) return {object, end, false};
   }
   return {};
 }

@@ -72,9 +72,9 @@ class ObjectPool {
   // `where` are indexed by tensor and must outlive the pool, which records
   // each placement in `where`. `slot_of`: scratch with an entry per tensor,
   // shared by pools without common members (LiveAllocationIndex). kAuto scans
-  // a pool of fewer than `index_minimum_tensors` members with no index built.
+  // a pool of fewer than `auto_minimum_tensors` members with nothing built.
   ObjectPool(const std::vector<Lifetime>& lifetimes, const std::vector<TensorIndex>& members,
-             std::vector<Allocation>* where, ObjectSearch search, int64_t index_minimum_tensors,
+             std::vector<Allocation>* where, ObjectSearch search, int64_t auto_minimum_tensors,
              std::vector<int64_t>* slot_of);
 
   int64_t object_count() const { return static_cast<int64_t>(object_sizes_.size()); }
@@ -105,6 +105,15 @@ class ObjectPool {
     Offset offset = 0;
     bool first_pass = false;  // Found by step 1.
   };
+
+  // What kAuto stands for in a pool of these lifetimes (`intervals`: none is
+  // inverted): kScan, kTree, kIndex, or, where some lifetime is inverted,
+  // kAuto itself (the index or the loops, per query).
+  static ObjectSearch ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
+                                   int64_t minimum_tensors);
+  // kAuto prefers the index where a pool has more tensors than this many times
+  // the square of their mean overlaps (docs/performance.md).
+  static constexpr double kIndexOverlapsSquared = 3;
 
   // Steps 1 and 2; with `skip_small`, step 1 skips objects smaller than `size`.
   Found Find(TensorIndex tensor, Size size, bool skip_small, bool allow_overlapping);
@@ -138,6 +147,10 @@ class ObjectPool {
     Offset end;  // The allocation's offset plus size, in the object.
   };
   FreeObjectTree free_objects_;
+  // The same over each object's first allocation alone, which fills it: the
+  // second pass rules out every object whose first allocation overlaps the
+  // tensor, and so reads only the others.
+  FreeObjectTree first_allocations_;
   std::vector<std::vector<Record>> records_;
   // The tensors of each object, in the order they were added (exir's loops).
   std::vector<std::vector<TensorIndex>> allocations_;

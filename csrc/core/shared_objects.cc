@@ -201,7 +201,7 @@ PackResult PackGreedy(const GreedyRequest& request) {
   for (const auto& [mem_id, members] : MembersByMemory(tensors, false)) {
     pools.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
                   std::forward_as_tuple(lifetimes, members, &where, request.search,
-                                        request.index_minimum_tensors, &slot_of));
+                                        request.auto_minimum_tensors, &slot_of));
   }
   std::vector<TensorIndex> deferred;
   for (TensorIndex t : result.visit_order) {
@@ -290,7 +290,7 @@ PackResult PackBanked(const BankedRequest& request) {
         &slots[bank == bank_of.end() ? request.banks.size() : bank->second];
     pools.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
                   std::forward_as_tuple(lifetimes, list, &where, greedy.search,
-                                        greedy.index_minimum_tensors, slot_of));
+                                        greedy.auto_minimum_tensors, slot_of));
   }
   std::vector<Size> used(request.banks.size());
   for (size_t b = 0; b < request.banks.size(); ++b) {

@@ -93,11 +93,10 @@ struct GreedyRequest {
   // graph_module.input_mem_buffer_sizes, indexed by mem_id (shorter = zeros).
   std::vector<Size> input_sizes;
   ObjectSearch search = ObjectSearch::kAuto;
-  // kAuto: a memory with fewer tensors is scanned, with no index built: on a
-  // few thousand tensors building it costs more than it saves
-  // (docs/performance.md). Tests lower it to reach the per-query choice on
-  // small problems.
-  int64_t index_minimum_tensors = 3000;
+  // kAuto: a memory with fewer tensors is scanned, with no structure built,
+  // which would cost more than it saves (docs/performance.md). Tests lower it
+  // to reach the other choices on small problems.
+  int64_t auto_minimum_tensors = 1000;
 };
 
 // exir's `greedy`. Throws InvalidInput (planner.h) for input exir cannot

@@ -257,7 +257,7 @@ void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
   bool invalid[kSearches] = {false, false, false, false};
   const ObjectSearch searches[kSearches] = {ObjectSearch::kTree, ObjectSearch::kIndex,
                                             ObjectSearch::kAuto, ObjectSearch::kScan};
-  request.greedy.index_minimum_tensors = 0;  // kAuto's own choice, on small inputs too.
+  request.greedy.auto_minimum_tensors = 0;  // kAuto's own choice, on small inputs too.
   for (int k = 0; k < kSearches; ++k) {
     request.greedy.search = searches[k];
     try {

@@ -106,7 +106,7 @@ void TestGreedy(std::mt19937_64& rng, int rounds) {
     request.search = ObjectSearch::kTree;
     if (!CHECK(SamePack(PackGreedy(request), naive))) return;
     request.search = ObjectSearch::kAuto;
-    request.index_minimum_tensors = 0;  // The per-query choice, not a plain scan.
+    request.auto_minimum_tensors = 0;  // The per-query choice, not a plain scan.
     if (!CHECK(SamePack(PackGreedy(request), naive))) return;
     if (fast.error.kind == PackErrorKind::kNone) {
       ++successes;
@@ -133,7 +133,7 @@ void TestBanked(std::mt19937_64& rng, int rounds) {
     request.greedy.search = ObjectSearch::kTree;
     if (!CHECK(SamePack(PackBanked(request), naive))) return;
     request.greedy.search = ObjectSearch::kAuto;
-    request.greedy.index_minimum_tensors = 0;
+    request.greedy.auto_minimum_tensors = 0;
     if (!CHECK(SamePack(PackBanked(request), naive))) return;
   }
 }

@@ -36,10 +36,12 @@ from .. import api
 
 __all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
 
-ObjectSearch = Literal["auto", "index", "scan"]
-# "index": the output-sensitive search; "scan": exir's loops in C++ (the naive baseline);
-# "auto": per memory and per query the cheaper of the two (shared_objects.cc, Find).
-OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "index", "scan")
+ObjectSearch = Literal["auto", "tree", "index", "scan"]
+# "tree": a tree over the shared objects finds the first free one (many tensors alive at
+# once); "index": the allocations alive with each tensor, listed (few alive at once);
+# "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the one its
+# lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
+OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "tree", "index", "scan")
 
 # Beyond 2^53 bytes exir's math.ceil(nbytes / alignment) rounds through a float, which the
 # integer arithmetic of the core does not reproduce; no real tensor comes near.
