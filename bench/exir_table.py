@@ -208,20 +208,23 @@ def planner_rows(args: argparse.Namespace) -> list[str]:
 # --------------------------------------------------------------------------- export
 
 
-class _TimedAlgorithm:
-    """An algorithm of the suite, timed; the suite reads its ``__name__``."""
+class TimedAlgorithm:
+    """An algorithm of the suite, timed (all its calls); the suite reads its ``__name__``.
+    ``specs``: what the last call planned."""
 
-    def __init__(self, algorithm: Callable[..., Any]) -> None:
+    def __init__(self, algorithm: Callable[..., Any], name: str | None = None) -> None:
         self.algorithm = algorithm
-        self.__name__ = getattr(algorithm, "__name__", "algorithm")
+        self.__name__ = name or getattr(algorithm, "__name__", "algorithm")
         self.seconds = 0.0
         self.spec_count = 0
+        self.specs: list[Any] = []
 
     def __call__(self, *arguments: Any) -> Any:
         began = time.perf_counter()
         result = self.algorithm(*arguments)
         self.seconds += time.perf_counter() - began
         self.spec_count = len(result.spec_dict)
+        self.specs = list(result.spec_dict)
         return result
 
 
@@ -238,7 +241,7 @@ def export_rows(args: argparse.Namespace) -> list[str]:
     spec_count = 0
     for _ in range(args.export_repeats):
         for name, algorithm in planners.items():
-            timed = _TimedAlgorithm(algorithm)
+            timed = TimedAlgorithm(algorithm)
             # exir's default pass is this suite of [greedy]; the helper builds the same
             # suite of ours (cadence_memplan.exir.memory_planning_pass()).
             memory_planning = MemoryPlanningPass(

@@ -1,5 +1,7 @@
 """``algorithm="best"``: a valid plan that is never worse than both upstream placers under
-its documented objective, and the same plan every time.
+its documented objective, the same plan every time under a node budget, and claims of
+optimality (``proved_optimal``, ``lower_bound``) that hold: against brute force on tiny
+cases, and on packings whose optimum is known by construction.
 
 The objective, compared as a tuple (smaller is better): the tensor bytes outside memory 1,
 then outside memories 1-2, ..., then the total of all bufsizes. Written out here rather
@@ -9,6 +11,7 @@ than taken from the core, so that the test shares no code with what it checks.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 from pathlib import Path
 
@@ -80,15 +83,22 @@ def test_smaller_than_upstream_on_hard_instances(path: Path) -> None:
     beat both, and be deterministic."""
     instance = read_minimalloc_csv(path)
     memory = ([int(instance.sizes.sum())], [1])
-    best = cadence_memplan.plan(*instance[1:], *memory, algorithm="best")
+    # A node budget, not wall time, makes the search deterministic.
+    options = {"algorithm": "best", "budget_ms": 1e9, "max_nodes": 30_000}
+    best = cadence_memplan.plan(*instance[1:], *memory, **options)  # type: ignore[arg-type]
     rivals = upstream_costs(
         lambda algorithm: cadence_memplan.plan(*instance[1:], *memory, algorithm=algorithm),
         instance.sizes,
     )
     assert cost(best, instance.sizes) < min(rivals)
-    again = cadence_memplan.plan(*instance[1:], *memory, algorithm="best")
+    again = cadence_memplan.plan(*instance[1:], *memory, threads=1, **options)  # type: ignore[arg-type]
     assert np.array_equal(again.offsets, best.offsets)
     assert again.strategy == best.strategy
+    assert (again.proved_optimal, again.lower_bound) == (best.proved_optimal, best.lower_bound)
+    # The peak-live bound is a bound; a plan proved optimal sits on the proved one.
+    assert best.lower_bound is not None
+    assert peak_live(instance) <= best.lower_bound <= int(best.bufsizes[1])
+    assert best.proved_optimal == (best.lower_bound == int(best.bufsizes[1]))
 
 
 def test_budget_zero_still_plans_with_upstream_placers() -> None:
@@ -114,4 +124,158 @@ def test_bad_budget_is_refused(budget: object) -> None:
 
 def test_upstream_placers_report_no_strategy() -> None:
     for algorithm in cadence_memplan.UPSTREAM_ALGORITHMS:
-        assert cadence_memplan.plan([0], [1], [8], [64], [1], algorithm=algorithm).strategy is None
+        result = cadence_memplan.plan([0], [1], [8], [64], [1], algorithm=algorithm)
+        assert result.strategy is None
+        assert (result.proved_optimal, result.lower_bound) == (False, None)
+
+
+def peak_live(instance) -> int:
+    """The most bytes alive at once, by a sweep written here (half-open in the CSV)."""
+    events = sorted(
+        [
+            (int(start), int(size))
+            for start, size in zip(instance.starts, instance.sizes, strict=True)
+        ]
+        + [
+            (int(end) + 1, -int(size))
+            for end, size in zip(instance.ends, instance.sizes, strict=True)
+        ]
+    )
+    live = peak = 0
+    for _, delta in events:
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def cut_rectangle(rng: random.Random, height: int, span: int, pieces: int, alignment: int):
+    """A height x span rectangle (in units of the alignment) cut into tensors by random
+    guillotine cuts, each up to alignment - 1 bytes short of its units: it packs into
+    height * alignment bytes, and nothing packs lower."""
+    boxes = [(0, height, 0, span - 1)]  # (low, height, first node, last node)
+    while len(boxes) < pieces:
+        k = rng.randrange(len(boxes))
+        low, tall, first, last = boxes[k]
+        if rng.random() < 0.5 and tall > 1:
+            cut = rng.randint(1, tall - 1)
+            boxes[k] = (low, cut, first, last)
+            boxes.append((low + cut, tall - cut, first, last))
+        elif last > first:
+            cut = rng.randint(first, last - 1)
+            boxes[k] = (low, tall, first, cut)
+            boxes.append((low, tall, cut + 1, last))
+    starts = [first for _, _, first, _ in boxes]
+    ends = [last for _, _, _, last in boxes]
+    sizes = [tall * alignment - rng.randrange(alignment) for _, tall, _, _ in boxes]
+    return starts, ends, sizes
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_proves_the_optimum_of_a_cut_rectangle(seed: int) -> None:
+    rng = random.Random(seed)
+    alignment = [1, 3, 16, 48][seed % 4]
+    height = rng.randint(8, 48)
+    starts, ends, sizes = cut_rectangle(
+        rng, height, rng.randint(4, 30), rng.randint(6, 50), alignment
+    )
+    memory = ([4 * height * alignment], [alignment])
+    result = cadence_memplan.plan(
+        starts, ends, sizes, *memory, algorithm="best", budget_ms=1e9, max_nodes=1_000_000
+    )
+    assert (
+        cadence_memplan.validate(starts, ends, sizes, result.mem_ids, result.offsets, *memory)
+        is None
+    )
+    assert int(result.bufsizes[1]) == height * alignment
+    assert result.lower_bound == height * alignment
+    assert result.proved_optimal
+    # The progress ends at the plan returned, improving all along.
+    assert result.progress
+    totals = [total for _, total in result.progress]
+    assert totals[-1] == height * alignment
+    assert all(later < earlier for earlier, later in itertools.pairwise(totals))
+
+
+def brute_force_bufsize(starts, ends, sizes, capacity: int, alignment: int) -> int | None:
+    """The smallest bufsize of one memory over every aligned offset of every tensor."""
+    best: list[int | None] = [None]
+    offsets: list[int] = []
+
+    def end(offset: int, size: int) -> int:
+        return -(-(offset + size) // alignment) * alignment
+
+    def place(i: int, bufsize: int) -> None:
+        if best[0] is not None and bufsize >= best[0]:
+            return
+        if i == len(sizes):
+            best[0] = bufsize
+            return
+        for offset in range(0, capacity, alignment):
+            if end(offset, sizes[i]) > capacity:
+                break
+            clash = any(
+                sizes[i]
+                and sizes[j]
+                and starts[i] <= ends[j]
+                and starts[j] <= ends[i]
+                and offset < offsets[j] + sizes[j]
+                and offsets[j] < offset + sizes[i]
+                for j in range(i)
+            )
+            if not clash:
+                offsets.append(offset)
+                place(i + 1, max(bufsize, end(offset, sizes[i])))
+                offsets.pop()
+
+    place(0, 0)
+    return best[0]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_claims_hold_against_brute_force(seed: int) -> None:
+    rng = random.Random(7_000 + seed)
+    count = rng.randint(1, 5)
+    starts = [rng.randint(0, 4) for _ in range(count)]
+    ends = [start + rng.randint(0, 3) for start in starts]
+    sizes = [rng.choice([0, *range(1, 9)]) for _ in range(count)]
+    alignment = rng.randint(1, 3)
+    capacity = rng.randint(12, 30)
+    optimum = brute_force_bufsize(starts, ends, sizes, capacity, alignment)
+    try:
+        result = cadence_memplan.plan(
+            starts, ends, sizes, [capacity], [alignment], algorithm="best", max_nodes=100_000
+        )
+    except cadence_memplan.PlanningError:
+        return  # Both upstream placers failed too (test_never_worse_... covers that).
+    assert optimum is not None
+    assert result.lower_bound is not None
+    assert result.lower_bound <= optimum <= int(result.bufsizes[1])
+    assert result.proved_optimal == (int(result.bufsizes[1]) == result.lower_bound)
+    assert result.proved_optimal  # A few tensors: the search always finishes.
+
+
+def test_lower_bound_only_without_bytes_outside_memory_1() -> None:
+    # 48 + 32 bytes alive at once in a 64-byte memory 1: something goes to memory 2.
+    spilled = cadence_memplan.plan([0, 1], [3, 2], [48, 32], [64, 1024], [16, 16], algorithm="best")
+    assert int(np.asarray([48, 32])[spilled.mem_ids > 1].sum()) > 0
+    assert (spilled.proved_optimal, spilled.lower_bound) == (False, None)
+    # Everything fits in memory 1: the bound covers the total bufsize.
+    kept = cadence_memplan.plan([0, 1], [3, 2], [48, 32], [128, 1024], [16, 16], algorithm="best")
+    assert (kept.mem_ids == 1).all()
+    assert kept.proved_optimal
+    assert kept.lower_bound == 80
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"threads": -1}, ValueError, "threads must be in"),
+        ({"threads": 2.5}, TypeError, "threads must be an integer"),
+        ({"threads": True}, TypeError, "threads must be an integer"),
+        ({"max_nodes": -5}, ValueError, "max_nodes must be in"),
+        ({"max_nodes": "many"}, TypeError, "max_nodes must be an integer or None"),
+    ],
+)
+def test_bad_search_options_are_refused(options, error, match) -> None:
+    with pytest.raises(error, match=match):
+        cadence_memplan.plan([0], [1], [8], [64], [1], algorithm="best", **options)

@@ -131,7 +131,9 @@ def test_csv_table_numbers(small_csv: Path) -> None:
     assert result.returncode == 0, result.stderr
     expected = expected_plan(small_csv, TWO_MEMORIES, DEFAULT_ALGORITHM)
     sizes = read_minimalloc_csv(small_csv).sizes
-    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("1 ", "2 "))]
+    rows = [
+        line.split() for line in result.stdout.splitlines() if line.startswith(("mem1 ", "mem2 "))
+    ]
     assert len(rows) == 2
     for mem_id, row in enumerate(rows, start=1):
         chosen = expected.mem_ids == mem_id
@@ -473,8 +475,8 @@ def test_memory_names_follow_one_rule(small_csv: Path, tmp_path: Path) -> None:
     config.write_text(json.dumps({"memories": [{"size": "256KiB"}, {"size": "4MiB"}]}))
     from_file = run(small_csv, "--memory-config", config)
     assert memory_names(default) == memory_names(spelled_out) == ["fast", "near", "far"]
-    assert memory_names(unnamed) == ["1", "2", "3"]
-    assert memory_names(from_file) == ["1", "2"]
+    assert memory_names(unnamed) == ["mem1", "mem2", "mem3"]
+    assert memory_names(from_file) == ["mem1", "mem2"]
 
 
 def test_plot_without_matplotlib_names_the_extra_quoted(
@@ -488,3 +490,402 @@ def test_plot_without_matplotlib_names_the_extra_quoted(
     assert status == 2
     assert 'pip install "cadence-memplan[plot]"' in capsys.readouterr().err
     assert not (tmp_path / "map.png").exists()
+
+
+# --------------------------------------------------------------------------- outputs are safe
+
+
+def folder_listing(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["--out", "{csv}"], "--out {csv}: is the input {name}"),
+        (["--out", "./{name}"], "is the input"),
+        (["--out", "{link}"], "is the input"),
+        (["--out-minimalloc", "{csv}", "--memory", "1MiB:1"], "is the input"),
+        (["--memory-config", "{config}", "--out", "{config}"], "is the input"),
+        (["--out", "same.json", "--trace", "same.json"], "--out same.json writes the same file"),
+        (["--out", "same.json", "--trace", "./same.json"], "--out same.json writes the same file"),
+        (["--out", "{folder}"], "is a directory"),
+        (["--memory", "1MiB:1", "--out", "s.csv", "--out-minimalloc", "s.csv"], "writes the same"),
+    ],
+)
+def test_an_output_that_would_clobber_an_input_or_another_output_is_refused(
+    small_csv: Path, tmp_path: Path, outputs: list[str], message: str
+) -> None:
+    """Refused before any work, and nothing in the folder changes."""
+    link = tmp_path / "hard-link.csv"
+    link.hardlink_to(small_csv)
+    config = tmp_path / "memories.json"
+    config.write_text(json.dumps({"memories": [{"size": "1MiB"}]}))
+    folder = tmp_path / "plan.json"
+    folder.mkdir()
+    names = {"csv": small_csv, "name": small_csv.name, "link": link, "config": config,
+             "folder": folder}  # fmt: skip
+    arguments = [argument.format(**names) for argument in outputs]
+    before = folder_listing(tmp_path)
+    result = subprocess.run(
+        [*CLI, small_csv.name, *arguments], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: ")
+    assert message.format(**names) in line
+    assert not PROGRESS_LINE.search(result.stderr), "work started before the paths were checked"
+    assert folder_listing(tmp_path) == before
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_output_where_no_file_can_be_created_is_refused_before_any_work(
+    small_csv: Path,
+) -> None:
+    result = run(small_csv, "--out", "/proc/plan.json")
+    assert result.returncode == 2
+    assert "--out /proc/plan.json: cannot create a file in /proc" in error_line(result)
+    assert not PROGRESS_LINE.search(result.stderr)
+
+
+def test_outputs_are_all_written_or_none_on_ctrl_c(
+    small_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the trace is being written (after the plan file was): neither output
+    appears, the old plan file is kept as it was, and no temporary file is left."""
+    from cadence_memplan.cli import plan_command
+
+    plan, trace = tmp_path / "plan.json", tmp_path / "trace.json"
+    plan.write_text("the user's previous plan")
+    write_trace = plan_command.write_trace
+
+    def interrupted(path: Path, *arguments: object, **options: object) -> None:
+        write_trace(path, *arguments, **options)  # type: ignore[arg-type]
+        assert Path(path).stat().st_size > 0  # written, but not yet in place
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plan_command, "write_trace", interrupted)
+    before = folder_listing(tmp_path)
+    status = main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)])
+    assert status == 130
+    assert folder_listing(tmp_path) == before
+    # Without the interruption, both are written and nothing else is left beside them.
+    monkeypatch.setattr(plan_command, "write_trace", write_trace)
+    assert main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)]) == 0
+    assert sorted(folder_listing(tmp_path)) == ["plan.json", "small.csv", "trace.json"]
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert len(read_plan(plan)) == 12
+
+
+def test_a_failed_write_leaves_no_output(
+    small_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """An error in the last output (a full disk, say): exit 1 naming that output, and the
+    outputs written before it are not put in place either."""
+    from cadence_memplan.cli import plan_command
+
+    def disk_full(path: Path, *arguments: object, **options: object) -> None:
+        Path(path).write_text("{")
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(plan_command, "write_trace", disk_full)
+    plan, trace = tmp_path / "plan.csv", tmp_path / "trace.json"
+    status = main([str(small_csv), "--quiet", "--out", str(plan), "--trace", str(trace)])
+    assert status == 1
+    assert f"cannot write {trace}: No space left on device" in capsys.readouterr().err
+    assert sorted(folder_listing(tmp_path)) == ["small.csv"]
+
+
+def test_a_replaced_output_keeps_its_permissions(small_csv: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text("old")
+    plan.chmod(0o640)
+    assert run(small_csv, "--out", plan, "-q").returncode == 0
+    assert plan.stat().st_mode & 0o777 == 0o640
+    assert len(read_plan(plan)) == 12
+
+
+def test_write_whole_leaves_the_file_alone_on_error(tmp_path: Path) -> None:
+    """The library's writers go through the same helper."""
+    from cadence_memplan.io.outputs import write_whole
+
+    target = tmp_path / "kept.txt"
+    target.write_text("before")
+
+    def fail_halfway() -> None:
+        with write_whole(target) as partial:
+            partial.write_text("half")
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fail_halfway()
+    assert target.read_text() == "before"
+    assert [path.name for path in tmp_path.iterdir()] == ["kept.txt"]
+    with write_whole(target) as partial:
+        partial.write_text("after")
+    assert target.read_text() == "after"
+
+
+# --------------------------------------------------------------------------- plausible memories
+
+
+@pytest.mark.parametrize(
+    ("memory", "warning"),
+    [
+        ("16:256KiB", ("memory mem1: size 16 B and alignment 256KiB look swapped (SIZE comes"
+         " first: 256KiB:16?)")),
+        ("64KiB:1GiB", "memory mem1: alignment 1GiB is above its size 64KiB"),
+        ("fast=1MiB:48", "memory fast: alignment 48 is not a power of two"),
+    ],
+)  # fmt: skip
+def test_implausible_memories_are_warned_about_and_still_planned(
+    small_csv: Path, memory: str, warning: str
+) -> None:
+    result = run(small_csv, "--memory", f"{memory},1GiB:64", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stderr
+        == f"cadence-memplan: warning: --memory: {warning}" + (result.stderr.split(warning, 1)[1])
+    )
+    assert len(result.stderr.splitlines()) == 1
+    assert "plan check: valid" in result.stdout
+
+
+def test_implausible_addresses_are_warned_about(small_csv: Path, tmp_path: Path) -> None:
+    config = tmp_path / "memories.json"
+    config.write_text(json.dumps({"memories": [
+        {"name": "dtcm", "size": "64KiB", "alignment": 16, "base_address": "0x10000000"},
+        {"name": "iram", "size": "64KiB", "alignment": 16, "base_address": "0x10000000"},
+        {"name": "sram", "size": "1MiB", "alignment": 64, "base_address": "0x10008000"},
+        {"name": "dram", "size": "1GiB", "alignment": 64, "base_address": "0xF0000000"},
+    ]}))  # fmt: skip
+    result = run(small_csv, "--memory-config", config, "--quiet")
+    assert result.returncode == 0, result.stderr
+    prefix = f"cadence-memplan: warning: --memory-config {config}: "
+    assert result.stderr.splitlines() == [
+        prefix + "memories dtcm and iram have the same base address 0x10000000",
+        prefix + "memories dtcm [0x10000000, 0x10010000) and sram [0x10008000, 0x10108000) overlap",
+        prefix + "memories iram [0x10000000, 0x10010000) and sram [0x10008000, 0x10108000) overlap",
+        prefix + "memory dram: [0xf0000000, 0x130000000) reaches past 2^32 (0x100000000),"
+        " beyond a 32-bit address space",
+    ]
+
+
+def test_the_default_memories_raise_no_warning(small_csv: Path) -> None:
+    assert run(small_csv, "--quiet").stderr == ""
+
+
+# --------------------------------------------------------------------------- one-line errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--algo", "fastest"], "argument --algo: invalid choice: 'fastest'"),
+        (["--no-such-option"], "unrecognized arguments: --no-such-option"),
+        (["--out"], "argument --out: expected one argument"),
+        (["--memory", "-5KiB:16"], "--memory: memory 1 size: '-5KiB' is negative"),
+        (["--memory", "fast=-5KiB:16"], "--memory: memory 1 size: '-5KiB' is negative"),
+        (["--memory", "16:-1"], "--memory: memory 1 alignment: '-1' is negative"),
+    ],
+)
+def test_usage_errors_are_one_line_with_one_prefix(
+    small_csv: Path, arguments: list[str], message: str
+) -> None:
+    result = run(small_csv, *arguments)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("cadence-memplan: error: ")
+    assert message in result.stderr
+
+
+def test_sweep_without_its_required_options_is_one_line(small_csv: Path) -> None:
+    result = run("sweep", small_csv)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        (
+            "cadence-memplan: error: the following arguments are required: --vary, --sizes"
+            " (see cadence-memplan sweep --help)"
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00\xff\xfe", "{path}:1: byte 0xff is not UTF-8 text"),
+        (b"id,lower,upper,size\na,0,3,10\n\xff\n", "{path}:3: byte 0xff is not UTF-8 text"),
+        (b"0,0,3,1000\n1,1,4,3000\n", ("{path}:1: no header: the first line must name the"
+         " columns id,lower,upper,size")),
+        (b"id,lower,upper\na,0,3\n", ("{path}:1: header ['id', 'lower', 'upper'] lacks the"
+         " column(s) ['size']")),
+        (b"# made by hand\nid,lower,upper,size\na,0,x,10\n", "{path}:3: upper is 'x'"),
+    ],
+)  # fmt: skip
+def test_csv_errors_name_the_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "instance.csv"
+    path.write_bytes(content)
+    result = run(path)
+    assert result.returncode == 2
+    assert error_line(result).startswith("cadence-memplan: error: cannot read MiniMalloc CSV: ")
+    assert message.format(path=path) in error_line(result)
+
+
+def test_csv_with_a_byte_order_mark_and_comments(small_csv: Path, tmp_path: Path) -> None:
+    """As Excel saves a CSV file (UTF-8 with a BOM), with a comment line too."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbf# from a spreadsheet\r\n" + SMALL_CSV.replace("\n", "\r\n").encode()
+    )
+    assert read_minimalloc_csv(path).ids.tolist() == read_minimalloc_csv(small_csv).ids.tolist()
+    result = run(path, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "12 tensors planned" in result.stdout
+
+
+def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("id,lower,upper,size\n")
+    result = run(path, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"cadence-memplan: warning: {path} has a header and no buffers: there is nothing to plan\n"
+    )
+
+
+# --------------------------------------------------------------------------- best shows its work
+
+TRADE_MEMORIES = "3304:16,1MiB:64"  # best keeps 500 B more in mem1 and raises its peak
+
+
+def best_table(stdout: str) -> dict[str, list[str]]:
+    lines = stdout.splitlines()
+    start = lines.index("best against upstream's position placer (mem_algo=0), per memory:") + 3
+    rows = {}
+    for line in lines[start:]:
+        if not line.startswith("    "):
+            break
+        rows[line.split()[0]] = line.split()[1:]
+    return rows
+
+
+def test_best_names_its_strategy_and_shows_the_trade_against_position(small_csv: Path) -> None:
+    result = run(small_csv, "--memory", TRADE_MEMORIES, "--algo", "best", "--quiet")
+    assert result.returncode == 0, result.stderr
+    best = expected_plan(small_csv, TRADE_MEMORIES, "best")
+    position = expected_plan(small_csv, TRADE_MEMORIES, "position")
+    assert best.strategy
+    assert re.search(
+        rf"^best: kept the plan of the {re.escape(best.strategy)}, found in [0-9.]+ [µm]?s"
+        r" \(budget 5.00 s\)$", result.stdout, re.MULTILINE,
+    )  # fmt: skip
+    assert "the same plan as" not in result.stdout
+    sizes = read_minimalloc_csv(small_csv).sizes
+    rows = best_table(result.stdout)
+    assert list(rows) == ["mem1", "mem2"]
+    raised = []
+    for mem_id, name in enumerate(rows, start=1):
+        usage = [int((plan.offsets + sizes)[plan.mem_ids == mem_id].max(initial=0))
+                 for plan in (position, best)]  # fmt: skip
+        sums = [int(sizes[plan.mem_ids == mem_id].sum()) for plan in (position, best)]
+        change = [f"{new - old:+,}" if new != old else "0" for old, new in (usage, sums)]
+        assert rows[name] == [f"{usage[0]:,}", f"{usage[1]:,}", change[0],
+                              f"{sums[0]:,}", f"{sums[1]:,}", change[1]]  # fmt: skip
+        if usage[1] > usage[0]:
+            raised.append(f"{name} by {usage[1] - usage[0]} B")
+    assert raised, "this hierarchy is chosen so that best raises a peak"
+    kept = int(sizes[position.mem_ids == 2].sum() - sizes[best.mem_ids == 2].sum())
+    assert kept > 0
+    assert (
+        f"best: {kept} B less outside mem1 than position (sum of sizes); it raises the peak"
+        f" usage of {', '.join(raised)}"
+    ) in result.stdout
+
+
+def test_best_says_when_it_returns_an_upstream_plan(tmp_path: Path) -> None:
+    chain = tmp_path / "chain.csv"  # no plan does better than first fit here
+    chain.write_text("id,lower,upper,size\na,0,3,1000\nb,1,4,3000\nc,2,6,500\n")
+    result = run(chain, "--algo", "best", "--quiet")
+    assert result.returncode == 0, result.stderr
+    best = expected_plan(chain, DEFAULT_MEMORY_SPEC, "best")
+    for algorithm in ("position", "heuristic"):
+        upstream = expected_plan(chain, DEFAULT_MEMORY_SPEC, algorithm)
+        assert np.array_equal(best.mem_ids, upstream.mem_ids)
+        assert np.array_equal(best.offsets, upstream.offsets)
+    assert (
+        "best: the same plan as upstream's position and heuristic placers: no smaller plan found"
+    ) in result.stdout
+    assert "best against upstream's position placer" not in result.stdout
+
+
+def test_best_budget(small_csv: Path) -> None:
+    """--budget 0 stops the search after its first candidates, and the report says so."""
+    result = run(small_csv, "--memory", TRADE_MEMORIES, "--algo", "best", "--budget", "0", "-q")
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"^best: searched for [0-9.]+ [µm]?s, all of its budget \(0 µs; more with --budget MS"
+        r" might find a smaller plan\), and kept the plan of the ", result.stdout, re.MULTILINE,
+    )  # fmt: skip
+    swept = run("sweep", small_csv, "--memory", TRADE_MEMORIES, "--vary", "1", "--sizes",
+                "3KiB:4KiB:3", "--algo", "best", "--budget", "50", "-q")  # fmt: skip
+    assert swept.returncode == 0, swept.stderr
+    for arguments in (["--budget", "10"], ["--algo", "best", "--budget", "-1"]):
+        refused = run(small_csv, *arguments)
+        assert refused.returncode == 2
+        assert len(refused.stderr.splitlines()) == 1
+    assert "--budget applies to --algo best only" in run(small_csv, "--budget", "10").stderr
+
+
+@pytest.mark.executorch
+def test_model_best_against_position(tmp_path: Path) -> None:
+    """A model's best plan against a whole lowering with position: the figures of the
+    report's per-memory table are those of the two plan files."""
+    memories = "fast=100KiB:16,near=300KiB:64,far=1GiB:64"
+    best_file, position_file = tmp_path / "best.json", tmp_path / "position.json"
+    best = run("encoder", "--memory", memories, "--algo", "best", "--out", best_file, "-q",
+               timeout=MODEL_TIMEOUT)  # fmt: skip
+    assert best.returncode == 0, best.stderr
+    position = run("encoder", "--memory", memories, "--out", position_file, "-q",
+                   timeout=MODEL_TIMEOUT)  # fmt: skip
+    assert position.returncode == 0, position.stderr
+    plans = [json.loads(path.read_text()) for path in (position_file, best_file)]
+    rows = best_table(best.stdout)
+    for memory in plans[0]["memories"]:
+        usage = [plan["memories"][memory["mem_id"] - 1]["peak_usage"] for plan in plans]
+        sums = [
+            sum(t["size"] for t in plan["tensors"]
+                if t["mem_id"] == memory["mem_id"] and not t["shares_storage"])
+            for plan in plans
+        ]  # fmt: skip
+        assert rows[memory["name"]][:2] == [f"{usage[0]:,}", f"{usage[1]:,}"]
+        assert rows[memory["name"]][3:5] == [f"{sums[0]:,}", f"{sums[1]:,}"]
+    assert "best: kept the plan of the " in best.stdout
+
+
+def test_sweep_outputs_are_checked_as_plan_outputs(small_csv: Path, tmp_path: Path) -> None:
+    before = folder_listing(tmp_path)
+    for outputs, message in (
+        (["--out", str(small_csv)], f"--out {small_csv}: is the input {small_csv}"),
+        (["--out", "s.csv", "--plot", str(tmp_path)], "expected a file ending in .png"),
+    ):
+        result = run("sweep", small_csv, "--vary", "fast", "--sizes", "1KiB:4KiB:4", *outputs)
+        assert result.returncode == 2
+        assert message in error_line(result)
+    assert folder_listing(tmp_path) == before
+
+
+def test_best_where_upstream_placers_do_not_fit(small_csv: Path) -> None:
+    """6,800 B hold best's plan; upstream's placers need 7,312 B."""
+    result = run(small_csv, "--memory", "6800:16", "--algo", "best", "--quiet")
+    assert result.returncode == 0, result.stderr
+    for name in ("position", "heuristic"):
+        with pytest.raises(cadence_memplan.PlanningError):
+            expected_plan(small_csv, "6800:16", name)
+        assert (
+            f"best: upstream's {name} placer finds no plan that fits these memories"
+            in result.stdout
+        )
+    assert "best against upstream's position placer" not in result.stdout
+    assert "plan check: valid" in result.stdout

@@ -1,4 +1,4 @@
-"""cadence_memplan.minimalloc: reading MiniMalloc CSV instances, and planning the real ones."""
+"""cadence_memplan.io.minimalloc: reading MiniMalloc CSV instances, and planning the real ones."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The README as a user reads it: its Python snippets run as written, its test command is
-the one .ci/run runs, and every pip command with an extra quotes its brackets."""
+"""The README and docs/ as a user reads them: their Python snippets run as written, the
+examples of docs/formats.md read as the formats they show, the README's test command is
+the one .ci/run runs, every pip command with an extra quotes its brackets, and every
+relative link leads to a file."""
 
 from __future__ import annotations
 
@@ -10,16 +12,25 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from cadence_memplan.io import read_memory_config, read_minimalloc_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 pytestmark = pytest.mark.skipif(not README.is_file(), reason="README.md is not beside tests/")
 
 
-def blocks(language: str) -> list[str]:
-    if not README.is_file():
-        return []
-    return [body for lang, body in FENCE.findall(README.read_text("utf-8")) if lang == language]
+def blocks(language: str, pages: list[Path] = PAGES) -> list[tuple[str, str]]:
+    """(page name, code) of every fenced block in ``language``."""
+    return [
+        (page.name, body)
+        for page in pages
+        if page.is_file()
+        for lang, body in FENCE.findall(page.read_text("utf-8"))
+        if lang == language
+    ]
 
 
 def needs_executorch(code: str) -> bool:
@@ -32,10 +43,10 @@ def needs_executorch(code: str) -> bool:
         pytest.param(
             code,
             marks=[pytest.mark.executorch] if needs_executorch(code) else [],
+            id=f"{page}: {code.strip().splitlines()[-1][:40]}",
         )
-        for code in blocks("python")
+        for page, code in blocks("python")
     ],
-    ids=lambda code: code.strip().splitlines()[-1][:40],
 )
 def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
     result = subprocess.run(
@@ -50,10 +61,30 @@ def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
 
 
 def test_readme_has_the_snippets_this_file_runs() -> None:
-    snippets = blocks("python")
+    snippets = [code for _, code in blocks("python", [README])]
     assert any("cm.plan(" in code for code in snippets)
     assert any("CadenceMemoryPlanning(" in code for code in snippets)
     assert any("cadence_memplan.exir.memory_planning_pass()" in code for code in snippets)
+    exir_snippets = [code for _, code in blocks("python", [ROOT / "docs" / "exir.md"])]
+    assert any("memory_planning_pass(smallest=True)" in code for code in exir_snippets)
+
+
+def test_the_formats_page_examples_read_as_their_formats(tmp_path: Path) -> None:
+    """What docs/formats.md tells a user to paste is read by the package's readers."""
+    formats = ROOT / "docs" / "formats.md"
+    csvs, jsons, tomls = (blocks(language, [formats]) for language in ("csv", "json", "toml"))
+    assert len(csvs) == len(jsons) == len(tomls) == 1
+    (tmp_path / "example.csv").write_text(csvs[0][1])
+    assert len(read_minimalloc_csv(tmp_path / "example.csv").ids) == 8
+    (tmp_path / "memories.json").write_text(jsons[0][1])
+    assert [m.name for m in read_memory_config(tmp_path / "memories.json")] == [
+        "dtcm",
+        "sram",
+        "dram",
+    ]
+    if sys.version_info >= (3, 11):  # tomllib
+        (tmp_path / "memories.toml").write_text(tomls[0][1])
+        assert len(read_memory_config(tmp_path / "memories.toml")) == 2
 
 
 def test_first_block_is_the_two_commands() -> None:
@@ -62,12 +93,30 @@ def test_first_block_is_the_two_commands() -> None:
     lines = first.group(2).strip().splitlines()
     assert len(lines) == 2
     assert lines[0].endswith("cadence-memplan plan")
-    assert lines[1].endswith("python -m pytest")
+    assert lines[1].endswith("python -m pytest -n auto")
+    for line in lines:  # each works from a fresh clone, in a venv of its own
+        assert line.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+        assert "pip install torch==2.13.0 && " in line
 
 
 def test_pip_extras_are_quoted() -> None:
     """Unquoted brackets are a glob in zsh: `pip install .[plot]` fails there."""
+    for page in PAGES:
+        unquoted = re.findall(r"pip install [^\n`\"']*\[[a-z,]+\]", page.read_text("utf-8"))
+        assert unquoted == [], page.name
+    assert 'pip install ".[plot]"' in README.read_text("utf-8")
+
+
+def test_the_first_page_is_short_and_speaks_to_its_reader() -> None:
     text = README.read_text("utf-8")
-    unquoted = re.findall(r"pip install [^\n`\"']*\[[a-z,]+\]", text)
-    assert unquoted == []
-    assert 'pip install ".[plot]"' in text
+    assert len(text.splitlines()) <= 200
+    for page in PAGES:
+        words = page.read_text("utf-8")
+        for phrase in ("the issue", "this project's machine", "resnet50.csv"):
+            assert phrase not in words, f"{page.name}: {phrase!r}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_relative_links_lead_to_files(page: Path) -> None:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+        assert (page.parent / target).exists(), f"{page.name} links to {target}"

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,6 +55,50 @@ def test_ctrl_c_interrupts_a_long_plan():
     assert output.strip() == "interrupted"
     assert child.returncode == 0
     # Generous against a loaded CI machine; the core polls every few milliseconds.
+    assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
+
+
+HARD_INSTANCE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "planning-instances"
+    / "challenging"
+    / "D.1048576.csv"
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child on Windows")
+@pytest.mark.skipif(not HARD_INSTANCE.exists(), reason=f"{HARD_INSTANCE} is not present")
+def test_ctrl_c_interrupts_the_exact_search():
+    # D's optimum is unproved: best would search for the whole minute, in two threads.
+    child = run_python(
+        f"""
+        import sys
+        import cadence_memplan
+        from cadence_memplan.io.minimalloc import read_minimalloc_csv
+        instance = read_minimalloc_csv({str(HARD_INSTANCE)!r})
+        memory = ([int(instance.sizes.sum())], [1])
+        print("planning", flush=True)
+        try:
+            cadence_memplan.plan(
+                *instance[1:], *memory, algorithm="best", budget_ms=60_000, threads=2
+            )
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+        """
+    )
+    assert child.stdout.readline().strip() == "planning"
+    time.sleep(1.0)  # Past the portfolio, into the exact search.
+    signalled = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=60)
+    reaction = time.monotonic() - signalled
+    assert output.strip() == "interrupted"
+    assert child.returncode == 0
+    # The search polls every ten milliseconds; generous against a loaded machine.
     assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
 
 

@@ -197,10 +197,10 @@ def test_cli_csv_rows_and_marks(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     rows = read_rows(out)
     assert [int(row["size"]) for row in rows] == list(range(6, 13))
-    assert [int(row["fast_bytes"]) for row in rows] == [12, 12, 12, 12, 10, 10, 10]
-    assert [int(row["slow_bytes"]) for row in rows] == [10, 10, 10, 10, 12, 12, 12]
+    assert [int(row["fast_sum_of_sizes"]) for row in rows] == [12, 12, 12, 12, 10, 10, 10]
+    assert [int(row["slow_sum_of_sizes"]) for row in rows] == [10, 10, 10, 10, 12, 12, 12]
     assert [int(row["fast_tensors"]) for row in rows] == [2, 2, 2, 2, 1, 1, 1]
-    assert [int(row["bytes_outside_memory_1"]) for row in rows] == [10] * 4 + [12] * 3
+    assert [int(row["sum_of_sizes_outside_memory_1"]) for row in rows] == [10] * 4 + [12] * 3
     assert [row["moved_against_growth"] for row in rows] == [""] * 4 + ["fast -2 B, slow +2 B"] + [
         ""
     ] * 2
@@ -235,12 +235,12 @@ def test_cli_rows_that_do_not_fit_and_the_first_size_keeping_all(tmp_path: Path)
             )
         except cadence_memplan.PlanningError:
             assert row["fits"] == "0"
-            assert row["far_bytes"] == ""
+            assert row["far_sum_of_sizes"] == ""
             assert "fits nowhere" in row["failure"]
             assert row["failure"].startswith("buffer '")  # named by the file's id
             continue
         assert row["fits"] == "1"
-        assert int(row["far_bytes"]) == int(instance_arrays.sizes[direct.mem_ids == 2].sum())
+        assert int(row["far_sum_of_sizes"]) == int(instance_arrays.sizes[direct.mem_ids == 2].sum())
     assert {row["fits"] for row in rows} == {"0", "1"}
     first = next(row for row in rows if row["fits"] == "1")
     assert f"it fits: from far = {int(first['size']) / 1024:.1f} KiB" in result.stdout
@@ -344,5 +344,5 @@ def test_cli_model_sweep(tmp_path: Path) -> None:
     assert [int(row["size"]) for row in rows] == [1024, 6144, 11264, 16384]
     # The mlp's 9 tensors: all in fast once it is big enough, fewer below.
     assert int(rows[-1]["fast_tensors"]) == 9
-    assert int(rows[-1]["bytes_outside_memory_1"]) == 0
-    assert int(rows[0]["bytes_outside_memory_1"]) > 0
+    assert int(rows[-1]["sum_of_sizes_outside_memory_1"]) == 0
+    assert int(rows[0]["sum_of_sizes_outside_memory_1"]) > 0

@@ -1,6 +1,7 @@
 // Planning: `plan` (both placers and `best`) and `validate`, on int64 arrays.
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,9 @@ struct PlanOutput {
   py::tuple memory_order;
   std::string occupancy;
   py::object strategy;  // How "best" found its plan; None for the upstream placers.
+  bool proved_optimal = false;  // "best" proved that no valid plan is better.
+  py::object lower_bound;       // BestResult::lower_bound, or None.
+  py::object progress;          // BestResult::improvements as (ms, bytes) pairs, or None.
 };
 
 std::vector<Tensor> ToTensors(const Int64Array& starts, const Int64Array& ends,
@@ -66,17 +70,14 @@ const char* OccupancyName(Occupancy occupancy) {
   return "?";
 }
 
-std::string AlgorithmName(Algorithm algorithm) {
-  return algorithm == Algorithm::kPositionBasedGreedy ? "position" : "heuristic";
-}
-
 PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
                 const Int64Array& sizes, const Int64Array& memory_sizes,
                 const Int64Array& memory_alignments, const MaskArray& blocked, uint64_t allowed,
                 const Int64Array& placed_starts, const Int64Array& placed_ends,
                 const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                 const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
-                bool keep_incoming_offset, const std::string& occupancy, double budget_ms) {
+                bool keep_incoming_offset, const std::string& occupancy, double budget_ms,
+                int threads, int64_t max_nodes) {
   const bool best = algorithm == "best";
   Algorithm placer = Algorithm::kPositionBasedGreedy;
   if (algorithm == "heuristic") {
@@ -110,16 +111,28 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
     py::gil_scoped_acquire acquire;
     return PyErr_CheckSignals() != 0;
   };
+  if (threads < 0) throw InvalidInput("threads must be >= 0, got " + std::to_string(threads));
+  if (max_nodes < 0) {
+    throw InvalidInput("max_nodes must be >= 0, got " + std::to_string(max_nodes));
+  }
   PlanResult result;
   std::string strategy;
+  std::optional<Size> lower_bound;
+  bool proved_optimal = false;
+  std::vector<Improvement> improvements;
   try {
     py::gil_scoped_release release;
     if (best) {
       BestOptions options;
       options.budget_ms = budget_ms;
+      options.threads = threads;
+      options.max_nodes = max_nodes;
       BestResult found = PlanBest(request, options);
       result = std::move(found.plan);
-      strategy = AlgorithmName(found.algorithm) + " placer, tensors ordered by " + found.order;
+      strategy = std::move(found.strategy);
+      lower_bound = found.lower_bound;
+      proved_optimal = found.proved_optimal;
+      improvements = std::move(found.improvements);
     } else {
       result = cadence_memplan::Plan(request, placer);
     }
@@ -133,6 +146,14 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
     mem_ids[i] = result.placements[i].mem_id;
     offsets[i] = result.placements[i].offset;
   }
+  py::object progress = py::none();
+  if (best) {
+    py::tuple steps(improvements.size());
+    for (size_t k = 0; k < improvements.size(); ++k) {
+      steps[k] = py::make_tuple(improvements[k].elapsed_ms, improvements[k].bufsize);
+    }
+    progress = std::move(steps);
+  }
   py::tuple memory_order(result.memory_order.size());
   for (size_t m = 0; m < result.memory_order.size(); ++m) {
     memory_order[m] = ToArray(std::move(result.memory_order[m]));
@@ -143,7 +164,10 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
           ToArray(std::move(result.call_bufsizes)),
           std::move(memory_order),
           OccupancyName(result.occupancy),
-          best ? py::object(py::str(strategy)) : py::object(py::none())};
+          best ? py::object(py::str(strategy)) : py::object(py::none()),
+          proved_optimal,
+          lower_bound ? py::object(py::int_(*lower_bound)) : py::object(py::none()),
+          std::move(progress)};
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -171,13 +195,16 @@ void RegisterPlanning(py::module_& m) {
       .def_readonly("call_bufsizes", &PlanOutput::call_bufsizes)
       .def_readonly("memory_order", &PlanOutput::memory_order)
       .def_readonly("occupancy", &PlanOutput::occupancy)
-      .def_readonly("strategy", &PlanOutput::strategy);
+      .def_readonly("strategy", &PlanOutput::strategy)
+      .def_readonly("proved_optimal", &PlanOutput::proved_optimal)
+      .def_readonly("lower_bound", &PlanOutput::lower_bound)
+      .def_readonly("progress", &PlanOutput::progress);
   m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),
         py::arg("sizes"), py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
         py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy"),
-        py::arg("budget_ms"));
+        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"));
   m.def("validate", &Validate, py::kw_only(), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

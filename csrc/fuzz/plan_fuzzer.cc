@@ -1,10 +1,14 @@
 // libFuzzer target for the planner core. Each input decodes into a small
 // PlanRequest that both placers then plan, held to the oracles of
 // reference_planner.h: InvalidInput exactly when CheckRequest complains, the
-// naive reference's plan or failing tensor, and Validate on every plan. The
-// same tensors then go through exir's greedy and BankedGreedy
-// (shared_objects.h), whose tree, indexed and automatic searches must give
-// exactly what exir's loops (ObjectSearch::kScan) give. Any violation aborts, so libFuzzer keeps
+// naive reference's plan or failing tensor, and Validate on every plan.
+// algorithm="best" is held to best_oracle.h: Validate, never worse than
+// either upstream placer nor than its own portfolio, the same plan when run
+// again, and every lower bound and claim of optimality checked by brute force
+// (packing_oracle.h) where that can run. The same tensors then go through
+// exir's greedy and BankedGreedy (shared_objects.h), whose tree, indexed and
+// automatic searches must give exactly what exir's loops (ObjectSearch::kScan)
+// give. Any violation aborts, so libFuzzer keeps
 // the input as a crash.
 //
 // The decoding draws values from small classes (zero, ties, 2^62 and its
@@ -288,8 +292,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
   }
-  // algorithm="best", with a few improvement rounds to keep inputs fast.
-  const BestCheck best = CheckBest(request, 4);
+  // algorithm="best", with a few improvement rounds and a small node budget
+  // for the exact search, to keep inputs fast.
+  const BestCheck best = CheckBest(request, 4, 200, int64_t{1} << 16);
   if (!best.problem.empty()) {
     std::fprintf(stderr, "plan_fuzzer: best's oracle violated: %s\n", best.problem.c_str());
     std::abort();

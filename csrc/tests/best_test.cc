@@ -1,6 +1,7 @@
 // PlanBest on random requests, held to best_oracle.h: a valid plan never worse
 // than upstream's placers, the same when run twice, failures only where they
-// fail; and bad input refused as Plan() refuses it, and the budget.
+// fail, claims of optimality that brute force confirms on tiny requests; and
+// bad input refused as Plan() refuses it, and the budget.
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -58,7 +59,7 @@ PlanRequest RandomRequest(std::mt19937_64& rng) {
 }
 
 struct Stats {
-  int64_t cases = 0, planned = 0, better = 0, failed = 0;
+  int64_t cases = 0, planned = 0, better = 0, failed = 0, proved = 0, brute_forced = 0;
 };
 
 void CheckRandomCase(uint64_t seed, Stats& stats) {
@@ -68,11 +69,47 @@ void CheckRandomCase(uint64_t seed, Stats& stats) {
   if (Pick(rng, 0, 9) == 0 && !r.placed.empty()) r.placed.push_back(r.placed.back());
   memplan_test::SetContext("seed " + std::to_string(seed));
   ++stats.cases;
-  const BestCheck check = CheckBest(r, 40);
+  const BestCheck check = CheckBest(r, 40, 300, int64_t{1} << 20);
   if (!CHECK(check.problem.empty())) std::cerr << "    " << check.problem << "\n";
   stats.planned += check.outcome == BestOutcome::kPlanned;
   stats.failed += check.outcome == BestOutcome::kFailed;
   stats.better += check.better;
+  stats.proved += check.proved;
+  stats.brute_forced += check.brute_forced && check.proved;
+}
+
+// Tiny requests, one or two memories, where brute force can check every
+// claim of optimality and every lower bound (best_oracle.h).
+PlanRequest TinyRequest(std::mt19937_64& rng) {
+  PlanRequest r;
+  const int memory_count = static_cast<int>(Pick(rng, 1, 2));
+  for (int m = 0; m < memory_count; ++m) {
+    r.memories.push_back({Pick(rng, 8, 30), Pick(rng, 1, 3)});
+  }
+  const int count = static_cast<int>(Pick(rng, 1, 5));
+  for (int i = 0; i < count; ++i) {
+    const Time start = Pick(rng, 0, 4);
+    r.tensors.push_back(
+        {{start, start + Pick(rng, 0, 3)}, Pick(rng, 0, 6) == 0 ? 0 : Pick(rng, 1, 8)});
+  }
+  if (Pick(rng, 0, 3) == 0) {  // An obstacle at any offset, unaligned too.
+    const Size size = Pick(rng, 1, 4);
+    r.placed.push_back(
+        {{{Pick(rng, 0, 4), 4}, size}, {1, Pick(rng, 0, r.memories[0].size - size)}});
+  }
+  return r;
+}
+
+void CheckTinyCase(uint64_t seed, Stats& stats) {
+  std::mt19937_64 rng(seed);
+  const PlanRequest r = TinyRequest(rng);
+  memplan_test::SetContext("tiny seed " + std::to_string(seed));
+  ++stats.cases;
+  const BestCheck check = CheckBest(r, 10, 100000, int64_t{1} << 22);
+  if (!CHECK(check.problem.empty())) std::cerr << "    " << check.problem << "\n";
+  stats.planned += check.outcome == BestOutcome::kPlanned;
+  stats.proved += check.proved;
+  stats.brute_forced += check.brute_forced && check.proved;
 }
 
 void TestBadInput() {
@@ -127,12 +164,15 @@ void TestThreadsGiveTheSamePlan() {
   BestOptions options;
   options.budget_ms = 1e12;
   options.improvement_rounds = 5;
+  options.max_nodes = 20000;  // The exact search's work, the same under any threads.
   options.threads = 1;
   const BestResult alone = PlanBest(r, options);
   options.threads = 4;
   const BestResult together = PlanBest(r, options);
   CHECK_EQ(together.order, alone.order);
+  CHECK_EQ(together.strategy, alone.strategy);
   CHECK_EQ(together.candidates, alone.candidates);
+  CHECK_EQ(together.search_nodes, alone.search_nodes);
   bool same = true;
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     same &= together.plan.placements[i].mem_id == alone.plan.placements[i].mem_id &&
@@ -150,14 +190,19 @@ int main() {
   TestThreadsGiveTheSamePlan();
   Stats stats;
   for (uint64_t seed = 1; seed <= 1500; ++seed) CheckRandomCase(seed, stats);
+  Stats tiny;
+  for (uint64_t seed = 1; seed <= 1500; ++seed) CheckTinyCase(seed, tiny);
   memplan_test::SetContext("");
-  // The comparison must not be vacuous.
+  // The comparisons must not be vacuous.
   CHECK(stats.planned > stats.cases / 2);
   CHECK(stats.better > stats.cases / 20);
+  CHECK(tiny.brute_forced > tiny.cases / 2);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::cout << "best_test: " << stats.cases << " random requests (" << stats.planned << " planned, "
             << stats.better << " better than both upstream placers, " << stats.failed
-            << " failed as both did) in " << seconds << " s\n";
+            << " failed as both did, " << stats.proved << " proved optimal), and " << tiny.cases
+            << " tiny ones (" << tiny.proved << " proved optimal, " << tiny.brute_forced
+            << " of them checked by brute force) in " << seconds << " s\n";
   return memplan_test::Finish();
 }

@@ -33,6 +33,12 @@ class PlanOutput:
     def occupancy(self) -> Literal["interval", "tree", "scan"]: ...
     @property
     def strategy(self) -> str | None: ...
+    @property
+    def proved_optimal(self) -> bool: ...
+    @property
+    def lower_bound(self) -> int | None: ...
+    @property
+    def progress(self) -> tuple[tuple[float, int], ...] | None: ...
 
 class SharedObjectPacking:
     """What pack_shared_objects() decided, by name."""
@@ -85,6 +91,8 @@ def plan(
     keep_incoming_offset: bool,
     occupancy: str,
     budget_ms: float,
+    threads: int,
+    max_nodes: int,
 ) -> PlanOutput: ...
 def validate(
     *,

@@ -61,8 +61,16 @@ class PlanResult:
     tensors included; ``call_bufsizes[m]`` the same over this call's tensors alone (what
     upstream's ``place_spec`` raises ``state.bufsizes`` to). ``occupancy`` is the structure that answered the placers (what
     ``occupancy="auto"`` chose), or None for a plan that did not come from the C++ core.
-    ``strategy`` says how ``algorithm="best"`` found its plan (placer and visit order),
-    and is None for the other algorithms.
+    ``strategy`` says how ``algorithm="best"`` found its plan (placer and visit order, or
+    the exact search and its preorder), and is None for the other algorithms.
+    ``lower_bound`` (``algorithm="best"`` only, else None) is set when the plan leaves no
+    byte outside memory 1 (always with one memory): every valid plan that does the same
+    has a total bufsize of at least ``lower_bound`` bytes, and every other valid plan is
+    worse; with one memory it bounds the bufsize. ``proved_optimal`` is True when the
+    plan's total bufsize equals it, so no valid plan is better (always False for
+    ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
+    ``(milliseconds, total bufsize)`` each time the search's best plan improved, the first
+    entry its first plan.
     """
 
     mem_ids: npt.NDArray[np.int64]
@@ -72,3 +80,6 @@ class PlanResult:
     memory_order: tuple[npt.NDArray[np.int64], ...]
     occupancy: Occupancy | None = None
     strategy: str | None = None
+    proved_optimal: bool = False
+    lower_bound: int | None = None
+    progress: tuple[tuple[float, int], ...] | None = None

@@ -88,8 +88,8 @@ def check_memories(
                 )
 
 
-def check_budget(budget_ms: object) -> float:
-    """``budget_ms`` as a float, or ValueError unless it is a number >= 0."""
+def check_budget_ms(budget_ms: object) -> float:
+    """``budget_ms`` as a float, or ValueError unless it is a number >= 0 (NaN is not)."""
     try:
         budget = float(budget_ms)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -97,6 +97,23 @@ def check_budget(budget_ms: object) -> float:
     if not budget >= 0:  # NaN too
         raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
     return budget
+
+
+def check_search_options(threads: object, max_nodes: object) -> tuple[int, int]:
+    """``threads`` (0: one per core) and ``max_nodes`` (None: no cap) of
+    ``algorithm="best"`` as the core takes them, or TypeError/ValueError unless they are
+    integers >= 0 (at most 1024 threads)."""
+    if not is_integer(threads):
+        raise TypeError(f"threads must be an integer, got {threads!r}")
+    if not 0 <= int(threads) <= 1024:  # type: ignore[call-overload]
+        raise ValueError(f"threads must be in 0..1024, got {threads!r}")
+    if max_nodes is None:
+        return int(threads), _INT64_MAX  # type: ignore[call-overload]
+    if not is_integer(max_nodes):
+        raise TypeError(f"max_nodes must be an integer or None, got {max_nodes!r}")
+    if not 0 <= int(max_nodes) <= _INT64_MAX:  # type: ignore[call-overload]
+        raise ValueError(f"max_nodes must be in 0..2^63-1, got {max_nodes!r}")
+    return int(threads), int(max_nodes)  # type: ignore[call-overload]
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:

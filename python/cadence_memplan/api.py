@@ -19,7 +19,16 @@ from ._types import (
     PlanResult,
     Preplaced,
 )
-from ._validation import MAX_MEMORIES, as_int64, check_budget, check_choice
+from ._validation import (
+    MAX_MEMORIES,
+    as_int64,
+    check_budget_ms,
+    check_choice,
+    check_search_options,
+)
+
+# max_nodes=None: no cap on the nodes of the exact search.
+UNLIMITED_NODES = 2**63 - 1
 
 __all__ = [
     "BANK_DTYPE",
@@ -39,7 +48,8 @@ __all__ = [
     "validate",
 ]
 
-# algorithm="best": a cap on the search, not its expected length (see plan()).
+# algorithm="best": a cap on the search, spent only while the plan is not proved optimal
+# (see plan()).
 DEFAULT_BUDGET_MS = 5000.0
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -93,6 +103,9 @@ def plan_prepared(
     keep_incoming_offset: bool,
     occupancy: Occupancy = "auto",
     budget_ms: float = DEFAULT_BUDGET_MS,
+    *,
+    threads: int = 0,
+    max_nodes: int | None = None,
 ) -> PlanResult:
     """:func:`plan` on input already prepared (int64 arrays, bit masks, choices checked by
     the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
@@ -116,6 +129,8 @@ def plan_prepared(
         keep_incoming_offset=keep_incoming_offset,
         occupancy=occupancy,
         budget_ms=budget_ms,
+        threads=threads,
+        max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
     )
     return PlanResult(
         mem_ids=core.mem_ids,
@@ -125,6 +140,9 @@ def plan_prepared(
         memory_order=core.memory_order,
         occupancy=core.occupancy,
         strategy=core.strategy,
+        proved_optimal=core.proved_optimal,
+        lower_bound=core.lower_bound,
+        progress=core.progress,
     )
 
 
@@ -143,6 +161,8 @@ def plan(
     keep_incoming_offset: bool = True,
     occupancy: Occupancy = "auto",
     budget_ms: float = DEFAULT_BUDGET_MS,
+    threads: int = 0,
+    max_nodes: int | None = None,
 ) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do,
     or in less fast memory than they do (``algorithm="best"``).
@@ -154,15 +174,22 @@ def plan(
 
     ``algorithm``: ``"position"`` (the default, as upstream's ``mem_algo=0``) is upstream's
     PositionBasedGreedyWithHierarchy (first fit), ``"heuristic"`` its GreedyWithHeuristic
-    (best fit, arXiv 2001.03288). ``"best"`` (``mem_algo=2``) tries both placers on
-    several visit orders, then improves the best order (squeaky wheel), and keeps the plan
-    with the fewest tensor bytes outside memory 1, then outside memories 1-2, and so on,
-    then the smallest total bufsize; with one memory, the smallest bufsize. It is never
-    worse than both upstream placers and deterministic; ``budget_ms`` caps its search
-    (default 5 s: plans of a few thousand tensors take milliseconds and never reach it,
-    graphs of tens of thousands use it up, and then the result depends on how far the
-    search got), and ``PlanResult.strategy`` names the winner. Its candidates run in
-    threads, with the GIL released, and give the same plan as one after another.
+    (best fit, arXiv 2001.03288). ``"best"`` (``mem_algo=2``) keeps the plan with the
+    fewest tensor bytes outside memory 1, then outside memories 1-2, and so on, then the
+    smallest total bufsize; with one memory, the smallest bufsize. It tries both placers
+    on several visit orders; when nothing lies outside memory 1 it then minimises memory
+    1's bufsize by an exact search (docs/quality.md) until it proves the plan optimal,
+    otherwise it improves the best order (squeaky wheel) and packs more tensors into
+    memory 1 with the exact search. It is never worse than both upstream placers.
+    ``PlanResult.proved_optimal`` and ``PlanResult.lower_bound`` say what it proved,
+    ``PlanResult.strategy`` what found the plan, ``PlanResult.progress`` how the plan
+    improved over time. ``budget_ms`` caps the search (default 5 s); it is spent only
+    while the plan is not proved optimal, so plans already at their bound return in
+    milliseconds. ``max_nodes`` caps the exact search's work instead: with a large
+    ``budget_ms`` the result is then the same on every run, whatever the load of the
+    machine (a wall-clock budget can change the plan from run to run, never its
+    validity). ``threads`` (0: one per core) runs its candidates and the exact search's
+    members in threads, with the GIL released; the plan does not depend on it.
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
@@ -183,7 +210,8 @@ def plan(
     """
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_choice("occupancy", occupancy, OCCUPANCIES)
-    budget = check_budget(budget_ms)
+    budget = check_budget_ms(budget_ms)
+    thread_count, node_cap = check_search_options(threads, max_nodes)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
@@ -213,6 +241,8 @@ def plan(
         keep_incoming_offset,
         occupancy,
         budget,
+        threads=thread_count,
+        max_nodes=node_cap,
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "peak_usage_over_time",
     "peak_usage_per_memory",
     "storage_sharing_spec_ids",
+    "summed_sizes_per_memory",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -238,6 +239,17 @@ def peak_usage_over_time(
     return int(usage[peak_node]), peak_node
 
 
+def summed_sizes_per_memory(table: TensorTable, memory_count: int) -> IntArray:
+    """Index m = 1..memory_count: the sizes of memory m's tensors added up over the whole
+    graph, each tensor once whenever it is alive (not bytes alive at one moment: that is
+    the peak usage and the peak-live bound). What ``best`` minimises outside memory 1.
+    Rows inside another's storage add nothing (their bytes are their host's)."""
+    own = ~table.shares_storage
+    sums = np.zeros(memory_count + 1, dtype=np.int64)
+    np.add.at(sums, table.mem_ids[own], table.sizes[own])
+    return sums
+
+
 @dataclass(frozen=True)
 class MemoryStats:
     peak_usage: int  # end of the highest byte in use (upstream's "peak memory usage")
@@ -264,10 +276,15 @@ def memory_stats(table: TensorTable, memory_count: int) -> list[MemoryStats]:
 def overall_peak(table: TensorTable, node_count: int | None = None) -> tuple[int, int]:
     """(most bytes alive at one node across all memories, first node where that happens).
 
-    Every row counts, as in upstream's ``find_peak_memory_usage``.
+    Alive as everywhere else in this module (the per-memory peak-live bounds, the trace's
+    counter): a row that lies inside another's storage (``shares_storage``) adds no bytes,
+    since its bytes are its host's. Upstream's ``find_peak_memory_usage`` counts every
+    row, so storage shared by Cadence's in-place ops counts twice there
+    (:mod:`cadence_memplan.executorch.reports` keeps upstream's figure).
     """
-    alive = table.starts <= table.ends
+    own = ~table.shares_storage
+    alive = own & (table.starts <= table.ends)
     if not alive.any():
         return 0, 0
     nodes = node_count or int(table.ends[alive].max()) + 1
-    return peak_usage_over_time(table.sizes, table.starts, table.ends, nodes)
+    return peak_usage_over_time(table.sizes[own], table.starts[own], table.ends[own], nodes)

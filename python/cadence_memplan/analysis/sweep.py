@@ -7,8 +7,11 @@ Planning is the caller's: ``plan_at(memories)`` returns the plan as a
 (:func:`arrays_planner` for arrays; ``cadence_memplan.executorch.sweep.Replanner`` for a
 model lowered once).
 
-Bytes are the tensors' own bytes: a tensor placed inside another's storage on purpose
-(Cadence's cat/slice nops) counts as a tensor, not again as bytes.
+A memory's "sum of sizes" is its tensors' sizes added up over the whole graph (so it can
+exceed the memory's size: tensors that are never alive together share bytes), and a
+tensor placed inside another's storage on purpose (Cadence's cat/slice nops) counts as a
+tensor, not again as bytes; its "peak usage" is its high-water mark. The sum of sizes
+outside memory 1 is what ``best`` minimises first.
 
 Cadence's placers are greedy, so a bigger memory need not keep more bytes in it: a big
 tensor that now fits can take the place several others had and push them to a slower
@@ -28,9 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import PlanningError
-from ..api import plan
+from ..api import DEFAULT_BUDGET_MS, plan
 from ..io.memories import Memory, parse_size
-from ..stats import TensorTable, format_bytes, peak_usage_per_memory
+from ..io.outputs import write_whole
+from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_sizes_per_memory
 
 __all__ = [
     "SweepRow",
@@ -54,7 +58,7 @@ class SweepRow:
 
     size: int
     fits: bool
-    tensor_bytes: tuple[int, ...]
+    tensor_bytes: tuple[int, ...]  # the sum of the sizes of the memory's tensors
     tensor_counts: tuple[int, ...]
     peak_usage: tuple[int, ...]
     failure: str = ""
@@ -104,16 +108,12 @@ def find_memory(memories: Sequence[Memory], text: str) -> int:
 
 
 def _row(size: int, table: TensorTable, memory_count: int) -> SweepRow:
-    own = ~table.shares_storage
-    tensor_bytes = np.bincount(
-        table.mem_ids[own], weights=table.sizes[own], minlength=memory_count + 1
-    )
+    tensor_bytes = summed_sizes_per_memory(table, memory_count)
     counts = np.bincount(table.mem_ids, minlength=memory_count + 1)
     usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)
     return SweepRow(
         size=size,
         fits=True,
-        # bincount's weights are float64: exact below 2^53 bytes per memory.
         tensor_bytes=tuple(int(value) for value in tensor_bytes[1:]),
         tensor_counts=tuple(int(value) for value in counts[1:]),
         peak_usage=tuple(int(value) for value in usage[1:]),
@@ -149,9 +149,11 @@ def arrays_planner(
     sizes: npt.ArrayLike,
     algorithm: str,
     names: Sequence[str] | None = None,
+    budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> PlanAt:
     """``plan_at`` for arrays (CSV instances, synthetic graphs): the array API's plan.
-    ``names`` name the tensors in the reason a plan does not fit (default "tensor i")."""
+    ``names`` name the tensors in the reason a plan does not fit (default "tensor i");
+    ``budget_ms`` caps ``"best"``'s search at each size."""
     sizes_array = np.asarray(sizes, dtype=np.int64)
     starts_array = np.asarray(starts, dtype=np.int64)
     ends_array = np.asarray(ends, dtype=np.int64)
@@ -166,6 +168,7 @@ def arrays_planner(
                 [memory.size for memory in memories],
                 [memory.alignment for memory in memories],
                 algorithm=algorithm,  # type: ignore[arg-type]
+                budget_ms=budget_ms,
             )
         except PlanningError as error:
             index = error.tensor_index
@@ -219,24 +222,25 @@ def sweep_table(
     rows: Sequence[SweepRow], memories: Sequence[Memory], varied: int
 ) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of strings for the command line's table: the size, each memory's
-    bytes (tensors), bytes outside memory 1, whether it fits, and what moved the wrong
-    way (``<<``) or why it does not fit."""
+    peak usage and sum of sizes (tensors), the sum of sizes outside memory 1, whether it
+    fits, and what moved the wrong way (``<<``) or why it does not fit."""
     headers = [f"{memories[varied].name} size"]
-    headers += [f"{memory.name}: bytes (tensors)" for memory in memories]
-    headers += [f"outside {memories[0].name}", "fits", "note"]
+    for memory in memories:
+        headers += [f"{memory.name}: peak usage", f"{memory.name}: sum of sizes (tensors)"]
+    headers += [f"outside {memories[0].name}: sum of sizes", "fits", "note"]
     notes = moves_against_growth(rows, memories, varied)
     table = []
     for row, note in zip(rows, notes, strict=True):
         line = [format_bytes(row.size)]
         if row.fits:
-            line += [
-                f"{format_bytes(count)} ({tensors:,})"
-                for count, tensors in zip(row.tensor_bytes, row.tensor_counts, strict=True)
-            ]
+            for usage, count, tensors in zip(
+                row.peak_usage, row.tensor_bytes, row.tensor_counts, strict=True
+            ):
+                line += [format_bytes(usage), f"{format_bytes(count)} ({tensors:,})"]
             line += [format_bytes(row.bytes_outside_memory_1), "yes"]
             line.append(f"<< moved against growth: {note}" if note else "")
         else:
-            line += ["-"] * len(memories) + ["-", "no", row.failure]
+            line += ["-"] * (2 * len(memories)) + ["-", "no", row.failure]
         table.append(line)
     return headers, table
 
@@ -247,15 +251,20 @@ def write_sweep_csv(
     memories: Sequence[Memory],
     varied: int,
 ) -> None:
-    """One line per size: ``size``, per memory ``<name>_bytes``, ``<name>_tensors`` and
-    ``<name>_peak_usage``, ``bytes_outside_memory_1``, ``fits`` (1/0),
-    ``moved_against_growth`` (what moved, or empty) and ``failure`` (why it does not fit)."""
+    """One line per size: ``size``, per memory ``<name>_sum_of_sizes`` (its tensors' sizes
+    added up), ``<name>_tensors`` and ``<name>_peak_usage``,
+    ``sum_of_sizes_outside_memory_1``, ``fits`` (1/0), ``moved_against_growth`` (what
+    moved, or empty) and ``failure`` (why it does not fit). Sizes are bytes."""
     notes = moves_against_growth(rows, memories, varied)
     header = ["size"]
     for memory in memories:
-        header += [f"{memory.name}_bytes", f"{memory.name}_tensors", f"{memory.name}_peak_usage"]
-    header += ["bytes_outside_memory_1", "fits", "moved_against_growth", "failure"]
-    with open(path, "w", newline="", encoding="utf-8") as stream:
+        header += [
+            f"{memory.name}_sum_of_sizes",
+            f"{memory.name}_tensors",
+            f"{memory.name}_peak_usage",
+        ]
+    header += ["sum_of_sizes_outside_memory_1", "fits", "moved_against_growth", "failure"]
+    with write_whole(path) as partial, partial.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(header)
         for row, note in zip(rows, notes, strict=True):

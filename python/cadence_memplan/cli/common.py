@@ -5,21 +5,29 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import re
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._types import ALGORITHMS
-from ..api import validate
-from ..io.memories import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec, read_memory_config
+from ..api import DEFAULT_BUDGET_MS, validate
+from ..io.memories import (
+    DEFAULT_MEMORY_SPEC,
+    Memory,
+    memory_warnings,
+    parse_memory_spec,
+    read_memory_config,
+)
 from ..io.minimalloc import read_minimalloc_csv
+from ..io.outputs import OutputError, OutputFiles
 from ..stats import TensorTable
 from ..synthetic import synthetic_graph
 from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
@@ -79,6 +87,13 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
         " (ours, mem_algo=2) (default: %(default)s)",
     )
+    parser.add_argument(
+        "--budget",
+        metavar="MS",
+        type=_budget,
+        help="with --algo best: stop its search after MS milliseconds (checked between"
+        f" candidate plans) (default: {DEFAULT_BUDGET_MS:g})",
+    )
     for what in ("inputs", "outputs"):
         parser.add_argument(
             f"--alloc-{what}",
@@ -86,6 +101,29 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
             default=True,
             help=f"plan the graph's {what} (models only) (default: yes)",
         )
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0 or math.isinf(value):  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds >= 0")
+    return value
+
+
+def budget_from_arguments(arguments: argparse.Namespace) -> float:
+    """``--budget`` (best's search cap, ms), refused with another placer, which does not
+    search."""
+    if arguments.budget is None:
+        return DEFAULT_BUDGET_MS
+    if arguments.algo != "best":
+        raise CliError(
+            f"--budget applies to --algo best only (--algo {arguments.algo} places every"
+            " tensor once, without a search)"
+        )
+    return float(arguments.budget)
 
 
 def resolve_input(text: str | None) -> tuple[str, str, Path | None]:
@@ -114,31 +152,45 @@ def resolve_input(text: str | None) -> tuple[str, str, Path | None]:
     )
 
 
-def check_output(path: str | None, option: str, suffixes: Sequence[str]) -> None:
-    """Refuse an output path that cannot be written, before any long work."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.suffix.lower() not in suffixes:
-        raise CliError(f"{option} {path}: expected a file ending in {' or '.join(suffixes)}")
-    folder = target.parent
-    if target.is_dir():
-        raise CliError(f"{option} {path}: is a directory")
-    if not folder.is_dir():
-        raise CliError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise CliError(f"{option} {path}: not writable")
+def checked_outputs(
+    outputs: Sequence[tuple[str | os.PathLike[str] | None, str, Sequence[str]]],
+    inputs: Sequence[str | os.PathLike[str] | None],
+) -> OutputFiles:
+    """The command's outputs, each ``(path or None, option, suffixes)``, checked before any
+    long work (:class:`~cadence_memplan.io.outputs.OutputFiles`): a usage error (exit 2)
+    for a path that cannot be written, or that is an input or another output."""
+    files = OutputFiles()
+    try:
+        for path, option, suffixes in outputs:
+            files.add(path, option, suffixes)
+        files.check(inputs)
+    except OutputError as error:
+        raise CliError(str(error)) from error
+    return files
+
+
+def warn(message: str) -> None:
+    """A warning: one line on stderr, also under --quiet (it is not progress)."""
+    print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def memories_from_arguments(arguments: argparse.Namespace) -> list[Memory]:
+    """The hierarchy of --memory or --memory-config; what looks like a mistake in it is
+    warned about (the plan still runs: the hierarchy is legal)."""
     try:
         if arguments.memory_config is not None:
-            return read_memory_config(arguments.memory_config)
-        return parse_memory_spec(
-            DEFAULT_MEMORY_SPEC if arguments.memory is None else arguments.memory
-        )
+            where = f"--memory-config {arguments.memory_config}"
+            memories = read_memory_config(arguments.memory_config)
+        else:
+            where = "--memory"
+            memories = parse_memory_spec(
+                DEFAULT_MEMORY_SPEC if arguments.memory is None else arguments.memory
+            )
     except ValueError as error:
         raise CliError(str(error)) from error
+    for warning in memory_warnings(memories):
+        warn(f"{where}: {warning}")
+    return memories
 
 
 def check_matplotlib(plot: str | None) -> None:
@@ -189,6 +241,8 @@ def load_arrays(
             instance = read_minimalloc_csv(path)  # type: ignore[arg-type]
         except (OSError, ValueError, UnicodeDecodeError) as error:
             raise CliError(f"cannot read MiniMalloc CSV: {one_line(str(error))}") from error
+        if not len(instance.ids):
+            warn(f"{path} has a header and no buffers: there is nothing to plan")
         return instance.ids.tolist(), instance.starts, instance.ends, instance.sizes
     graph = synthetic_graph(SYNTHETIC_SIZES[label])
     starts, ends, sizes = graph
@@ -273,10 +327,12 @@ def check_plan(table: TensorTable, memories: Sequence[Memory]) -> str | None:
 
 
 @contextlib.contextmanager
-def writing_outputs() -> Iterator[None]:
-    """An output file that cannot be written fails the command (exit 1) in one line."""
+def writing_outputs(files: OutputFiles) -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
+    """``files.writing()``: all outputs or none. One that cannot be written fails the
+    command (exit 1) in one line, and none of them is written."""
     try:
-        yield
+        with files.writing() as partial:
+            yield partial
     except OSError as error:
         raise CliError(
             f"cannot write {error.filename}: {error.strerror or error}", EXIT_PLANNING_FAILED

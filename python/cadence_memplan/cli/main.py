@@ -1,7 +1,7 @@
 """``cadence-memplan`` / ``python -m cadence_memplan``: plan a model or an instance, report it.
 
     cadence-memplan plan [INPUT] [--memory fast=256KiB:16,near=4MiB:64,far=1GiB:64]
-                         [--algo position] [--plot map.png] [--out plan.json]
+                         [--algo position] [--budget MS] [--plot map.png] [--out plan.json]
                          [--out-minimalloc plan.csv] [--trace trace.json] [--explain]
                          [--pte model.pte] [--compare] [--quiet]
     cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
@@ -15,7 +15,8 @@ planning pass, so the reported plan is exactly the program's; CSV instances and 
 synthetic graphs are planned with the array API (numpy only, no torch needed).
 
 The report goes to stdout; progress lines with the elapsed time go to stderr (``--quiet``
-silences them). Output paths are checked before any planning starts.
+silences them). Output paths are checked before any planning starts, and the outputs are
+written all or none (:mod:`cadence_memplan.io.outputs`). docs/cli.md is the user's page.
 
 ``sweep`` plans INPUT again at STEPS sizes of memory M (a model is lowered once; each
 size re-runs only its memory planning) and prints a row per size: each memory's tensor
@@ -38,6 +39,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from . import diff_command, plan_command, sweep_command
@@ -55,8 +57,17 @@ from .common import (
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as the command's own: one line, one prefix, exit 2 (the
+    subcommands' parsers are of this class too: argparse makes them of their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{PROG}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and each command's own parser by name."""
+    parser = _Parser(
         prog=PROG,
         description="Plan ExecuTorch Cadence tensor memory with cadence_memplan's C++ placers.",
     )
@@ -65,7 +76,36 @@ def _build_parser() -> argparse.ArgumentParser:
     plan_command.add_parser(commands)
     sweep_command.add_parser(commands)
     diff_command.add_parser(commands)
-    return parser
+    return parser, dict(commands.choices)
+
+
+def _join_dash_values(parser: argparse.ArgumentParser, arguments: list[str]) -> list[str]:
+    """``--memory -5KiB:16`` -> ``--memory=-5KiB:16``. argparse takes a value that starts
+    with ``-`` (and is not a negative number) for an option and says only "expected one
+    argument"; joined to its option, the value reaches the option's own check, which says
+    what is wrong with it. A following word that is one of the command's options is left
+    alone (``--out --quiet`` still fails as a missing value)."""
+    options = parser._option_string_actions
+    joined: list[str] = []
+    index = 0
+    while index < len(arguments):
+        word = arguments[index]
+        action = options.get(word)
+        following = arguments[index + 1] if index + 1 < len(arguments) else None
+        if (
+            action is not None
+            and action.nargs is None  # exactly one value
+            and following is not None
+            and following.startswith("-")
+            and following != "--"
+            and following.split("=")[0] not in options
+        ):
+            joined.append(f"{word}={following}")
+            index += 2
+            continue
+        joined.append(word)
+        index += 1
+    return joined
 
 
 def _stdout_closed() -> int:
@@ -85,11 +125,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")
-    parser = _build_parser()
+    parser, command_parsers = _build_parser()
+    command_parser = command_parsers.get(arguments_list[0])
+    if command_parser is not None:
+        arguments_list = [
+            arguments_list[0],
+            *_join_dash_values(command_parser, arguments_list[1:]),
+        ]
     try:
         arguments = parser.parse_args(arguments_list)
     except BrokenPipeError:  # --help | head
         return _stdout_closed()
+    except SystemExit as exit_request:  # --help, --version, usage errors
+        code = exit_request.code
+        return code if isinstance(code, int) else EXIT_USAGE
     debug = arguments.debug
     try:
         command = {"sweep": sweep_command, "diff": diff_command}.get(
@@ -103,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as error:
         if debug:
             raise
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BUILTIN_INPUTS", "DEFAULT_INPUT", "MODELS", "SYNTHETIC_SIZES", "build_model"]
+__all__ = [
+    "BUILTIN_INPUTS",
+    "DEFAULT_INPUT",
+    "MODELS",
+    "SYNTHETIC_SIZES",
+    "build_model",
+    "example_calls",
+]
 
 # name -> what it is; each takes the options of its builder below.
 MODELS: dict[str, str] = {
@@ -21,6 +28,7 @@ MODELS: dict[str, str] = {
     "cnn": "CNN with a channel concat and slices (Cadence places them in place), 32x32 images",
     "depthwise-cnn": "depthwise, pointwise and transposed convolutions on 8x8 images",
     "mlp": "3-layer perceptron, 32 -> 64 -> 48 -> 10",
+    "decoder": "decoder-only transformer with a KV cache, 2 layers, width 64, 32 cached tokens",
 }
 SYNTHETIC_SIZES: dict[str, int] = {"synthetic": 10_000, "synthetic-100k": 100_000}
 BUILTIN_INPUTS: dict[str, str] = {
@@ -101,11 +109,75 @@ def _mlp(batch: int = 4) -> Built:
     return model, (torch.randn(batch, 32),)
 
 
+def _decoder(
+    layers: int = 2, width: int = 64, heads: int = 4, context: int = 32, vocabulary: int = 128
+) -> Built:
+    """One decoding step: the token at ``position`` attends to the keys and values cached
+    in mutable buffers by the steps before it. A mask over the whole cache keeps every
+    shape static and hides the entries not written yet (ExecuTorch leaves a mutable
+    buffer's initial contents undefined)."""
+    import torch
+
+    head_width = width // heads
+
+    class CachedAttentionLayer(torch.nn.Module):
+        keys: torch.Tensor
+        values: torch.Tensor
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention_norm = torch.nn.LayerNorm(width)
+            self.qkv = torch.nn.Linear(width, 3 * width)
+            self.projection = torch.nn.Linear(width, width)
+            self.feedforward_norm = torch.nn.LayerNorm(width)
+            self.up = torch.nn.Linear(width, 4 * width)
+            self.down = torch.nn.Linear(4 * width, width)
+            cache = torch.zeros(1, heads, context, head_width)
+            self.register_buffer("keys", cache, persistent=False)
+            self.register_buffer("values", cache.clone(), persistent=False)
+
+        def forward(
+            self, x: torch.Tensor, position: torch.Tensor, mask: torch.Tensor
+        ) -> torch.Tensor:
+            qkv = self.qkv(self.attention_norm(x)).view(1, 1, 3, heads, head_width)
+            query, key, value = (part.transpose(1, 2) for part in qkv.unbind(2))
+            self.keys.index_copy_(2, position, key)
+            self.values.index_copy_(2, position, value)
+            keys, values = (torch.where(mask, cache, 0.0) for cache in (self.keys, self.values))
+            scores = query @ keys.transpose(2, 3) * head_width**-0.5
+            attended = scores.masked_fill(~mask.mT, float("-inf")).softmax(-1) @ values
+            x = x + self.projection(attended.transpose(1, 2).reshape(1, 1, width))
+            up = torch.nn.functional.gelu(self.up(self.feedforward_norm(x)))
+            result: torch.Tensor = x + self.down(up)
+            return result
+
+    class Decoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = torch.nn.Embedding(vocabulary, width)
+            self.layers = torch.nn.ModuleList(CachedAttentionLayer() for _ in range(layers))
+            self.norm = torch.nn.LayerNorm(width)
+            self.head = torch.nn.Linear(width, vocabulary)
+
+        def forward(self, token: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+            mask = (torch.arange(context) <= position).view(context, 1)  # cached tokens
+            x = self.embedding(token)
+            for layer in self.layers:
+                x = layer(x, position, mask)
+            logits: torch.Tensor = self.head(self.norm(x))
+            return logits
+
+    # Inference only: exir's passes re-run the cache's in-place writes, which autograd
+    # refuses for values computed from parameters that require grad (non-strict export).
+    return Decoder().requires_grad_(False), (torch.tensor([[3]]), torch.tensor([0]))
+
+
 _BUILDERS: dict[str, Callable[..., Built]] = {
     "encoder": _encoder,
     "cnn": _cnn,
     "depthwise-cnn": _depthwise_cnn,
     "mlp": _mlp,
+    "decoder": _decoder,
 }
 
 
@@ -119,3 +191,15 @@ def build_model(name: str, **options: Any) -> Built:
     torch.manual_seed(0)  # random init weights and inputs, the same every run
     model, inputs = _BUILDERS[name](**options)
     return model.eval(), inputs
+
+
+def example_calls(name: str, inputs: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
+    """The calls to run a model of :data:`MODELS` on, in order, from its example inputs:
+    four decoding steps for the decoder (its KV cache carries over from call to call),
+    the example inputs once for the others."""
+    import torch
+
+    if name != "decoder":
+        return [inputs]
+    token, _ = inputs
+    return [(token + step, torch.tensor([step])) for step in range(4)]

@@ -27,9 +27,10 @@ from .common import (
     CliError,
     Progress,
     add_planning_options,
+    budget_from_arguments,
     check_matplotlib,
-    check_output,
     check_plan,
+    checked_outputs,
     edge_program,
     in_file_terms,
     load_arrays,
@@ -44,6 +45,7 @@ from .models import BUILTIN_INPUTS, DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
 from .report import (
     TensorNames,
+    print_best_summary,
     print_comparison,
     print_explanation,
     print_placer_comparison,
@@ -120,7 +122,9 @@ def _plan_arrays(
     algorithm: str,
     placer: Callable[..., Any] = plan,
     file_terms: bool = False,
-) -> tuple[TensorTable, float]:
+    budget_ms: float | None = None,
+) -> tuple[TensorTable, float, Any]:
+    """(the plan, the placer's seconds, the placer's PlanResult)."""
     began = time.perf_counter()
     try:
         result = placer(
@@ -130,13 +134,15 @@ def _plan_arrays(
             [memory.size for memory in memories],
             [memory.alignment for memory in memories],
             algorithm=algorithm,
+            **({} if budget_ms is None else {"budget_ms": budget_ms}),
         )
     except (PlanningError, ValueError) as error:
         text = in_file_terms(str(error), labels) if file_terms else str(error)
         code = EXIT_PLANNING_FAILED if isinstance(error, PlanningError) else EXIT_USAGE
         raise CliError(f"planning failed: {one_line(text)}", code) from error
     seconds = time.perf_counter() - began
-    return TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends), seconds
+    table = TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends)
+    return table, seconds, result
 
 
 def _plan_model(
@@ -145,9 +151,20 @@ def _plan_model(
     path: Path | None,
     memories: Sequence[Memory],
     progress: Progress,
-) -> tuple[Any, TensorTable, list[str], dict[str, float], Callable[[], bool] | None]:
+    budget_ms: float | None,
+) -> tuple[
+    Any,
+    TensorTable,
+    list[str],
+    dict[str, float],
+    Callable[[], bool] | None,
+    str | None,
+    list[tuple[str, TensorTable | None]],
+]:
     """Export (or load), lower and plan a model; with --compare, also with upstream's pass
-    (the comparison is printed later, after the report, by the returned callable)."""
+    (the comparison is printed later, after the report, by the returned callable). With
+    --algo best, also the plans of upstream's placers (the core's), to show what best
+    changed, and best's strategy."""
     with quiet_libraries(arguments.debug):
         edge = edge_program(label, path, progress)
         from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
@@ -156,9 +173,11 @@ def _plan_model(
         from ..executorch.lowering import lower_and_plan
 
         # to_executorch changes the edge program's graph, so each rival gets its own copy.
-        against_placers = arguments.compare and arguments.algo == "best"
+        best = arguments.algo == "best"
+        against_placers = arguments.compare and best
         upstream_edge = copy.deepcopy(edge) if arguments.compare and not against_placers else None
         rival_edges = [copy.deepcopy(edge) for _ in UPSTREAM_ALGORITHMS] if against_placers else []
+        replan_edge = copy.deepcopy(edge) if best and not against_placers else None
         progress("planning memory in to_executorch with our CadenceMemoryPlanning")
         planning_options = (
             memories,
@@ -167,7 +186,9 @@ def _plan_model(
             arguments.alloc_outputs,
         )
         try:
-            ours = lower_and_plan(edge, CadenceMemoryPlanning, *planning_options, "C++ core")
+            ours = lower_and_plan(
+                edge, CadenceMemoryPlanning, *planning_options, "C++ core", budget_ms
+            )
         except MemoryPlanningAlgoFailure as error:
             # Ours chains the PlanningError, whose message is the clearest.
             cause = error.__cause__
@@ -178,6 +199,21 @@ def _plan_model(
                 message = TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
             raise CliError(f"planning failed: {one_line(message)}", EXIT_PLANNING_FAILED) from error
         compare = None
+        upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
+        if replan_edge is not None:
+            from ..executorch.sweep import PLANNING_FAILURES, Replanner
+
+            progress("planning again with upstream's two placers, to show what best changed")
+            try:
+                replanner = Replanner(replan_edge, memories, "position", *planning_options[2:])
+            except ValueError as error:  # a graph with control flow: planned more than once
+                progress(f"not compared with upstream's placers: {one_line(str(error))}")
+            else:
+                for algorithm in UPSTREAM_ALGORITHMS:
+                    try:
+                        upstream_plans.append((algorithm, replanner.plan(memories, algorithm)))
+                    except PLANNING_FAILURES:
+                        upstream_plans.append((algorithm, None))
         if rival_edges:
             rivals = []
             for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
@@ -186,6 +222,7 @@ def _plan_model(
                     rival_edge, CadenceMemoryPlanning, memories, algorithm, *planning_options[2:]
                 )
                 rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
+                upstream_plans.append((algorithm, rival.table))
 
             def compare() -> bool:
                 best = ("best", ours.table, ours.timings["placer (C++ core)"])
@@ -214,7 +251,15 @@ def _plan_model(
                 print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
                 return same and same_bytes
 
-    return ours.program, ours.table, ours.node_names, ours.timings, compare
+    return (
+        ours.program,
+        ours.table,
+        ours.node_names,
+        ours.timings,
+        compare,
+        ours.strategy,
+        upstream_plans,
+    )
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -225,14 +270,17 @@ def run(arguments: argparse.Namespace) -> int:
     progress = Progress(arguments.quiet)
     label, kind, path = resolve_input(arguments.input)
     memories = memories_from_arguments(arguments)
-    check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
-    check_output(arguments.out, "--out", (".json", ".csv"))
-    check_output(arguments.trace, "--trace", (".json",))
-    check_output(arguments.out_minimalloc, "--out-minimalloc", (".csv",))
     minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, memories)
-    for solution_path in minimalloc_paths.values():
-        check_output(str(solution_path), "--out-minimalloc", (".csv",))
-    check_output(arguments.pte, "--pte", (".pte",))
+    outputs = checked_outputs(
+        [
+            (arguments.plot, "--plot", PLOT_SUFFIXES),
+            (arguments.out, "--out", (".json", ".csv")),
+            (arguments.trace, "--trace", (".json",)),
+            *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
+            (arguments.pte, "--pte", (".pte",)),
+        ],
+        inputs=[path, arguments.memory_config],
+    )
     check_matplotlib(arguments.plot)
     if arguments.input is None and not model_stack_installed():
         # A numpy-only install still gets a demo from the bare command.
@@ -242,27 +290,45 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.pte and not is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     algorithm = arguments.algo
+    budget_ms = budget_from_arguments(arguments)
+    best_budget = budget_ms if algorithm == "best" else None
 
     program = None
+    optimality: tuple[bool, int | None] | None = None  # For --algo best on arrays.
     node_names: list[str] | None = None
     compare: Callable[[], bool] | None = None
+    upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
     if is_model:
-        program, table, node_names, timings, compare = _plan_model(
-            arguments, label, path, memories, progress
+        program, table, node_names, timings, compare, strategy, upstream_plans = _plan_model(
+            arguments, label, path, memories, progress, best_budget
         )
     else:
         labels, starts, ends, sizes = load_arrays(kind, label, path, progress)
         progress(f"planning {len(labels):,} tensors")
-        table, seconds = _plan_arrays(
-            labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv"
-        )
+        table, seconds, result = _plan_arrays(
+            labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv",
+            budget_ms=best_budget,
+        )  # fmt: skip
+        strategy = result.strategy
+        if algorithm == "best":
+            optimality = (result.proved_optimal, result.lower_bound)
         timings = {"placer (C++ core)": seconds}
+        rivals: list[tuple[str, TensorTable, float]] = []
+        if algorithm == "best":
+            progress("planning again with upstream's two placers, to show what best changed")
+            for rival in UPSTREAM_ALGORITHMS:
+                try:
+                    rival_table, rival_seconds, _ = _plan_arrays(
+                        labels, starts, ends, sizes, memories, rival
+                    )
+                except CliError as error:
+                    if error.exit_code != EXIT_PLANNING_FAILED:
+                        raise
+                    upstream_plans.append((rival, None))
+                    continue
+                rivals.append((rival, rival_table, rival_seconds))
+                upstream_plans.append((rival, rival_table))
         if arguments.compare and algorithm == "best":
-            progress("planning again with upstream's two placers (--compare)")
-            rivals = [
-                (rival, *_plan_arrays(labels, starts, ends, sizes, memories, rival))
-                for rival in UPSTREAM_ALGORITHMS
-            ]
 
             def compare() -> bool:
                 print_placer_comparison([("best", table, seconds), *rivals], memories)
@@ -272,7 +338,7 @@ def run(arguments: argparse.Namespace) -> int:
             from .. import reference
 
             progress("planning again with cadence_memplan.reference (--compare)")
-            theirs, their_seconds = _plan_arrays(
+            theirs, their_seconds, _ = _plan_arrays(
                 labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
             )
 
@@ -281,7 +347,11 @@ def run(arguments: argparse.Namespace) -> int:
                     table, theirs, seconds, their_seconds, "cadence_memplan.reference"
                 )
 
-    print_report(label, table, memories, algorithm, timings, node_names)
+    print_report(label, table, memories, algorithm, timings, node_names, optimality)
+    if algorithm == "best":
+        print_best_summary(
+            table, memories, strategy, timings["placer (C++ core)"], budget_ms, upstream_plans
+        )
     same = compare() if compare is not None else True
     problem = check_plan(table, memories)
     if problem is not None and kind == "csv":
@@ -299,22 +369,25 @@ def run(arguments: argparse.Namespace) -> int:
         print_explanation(explain_peaks(table, len(memories)), memories, names)
         print()
 
-    with writing_outputs():
+    written: list[str] = []  # printed once every output is in place
+    with writing_outputs(outputs) as partial:
         if arguments.out:
-            write_plan(arguments.out, table, memories, algorithm, label, timings)
-            print(f"wrote plan: {arguments.out}")
-        _write_minimalloc(minimalloc_paths, table, memories)
+            write_plan(partial(arguments.out), table, memories, algorithm, label, timings)
+            written.append(f"wrote plan: {arguments.out}")
+        written += _write_minimalloc(minimalloc_paths, table, memories, partial)
         if arguments.trace:
             progress(f"writing {arguments.trace}")
-            write_trace(arguments.trace, table, memories, label, algorithm, names.writer_rows())
-            print(
+            write_trace(
+                partial(arguments.trace), table, memories, label, algorithm, names.writer_rows()
+            )
+            written.append(
                 f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
                 " chrome://tracing; time = node index)"
             )
         if arguments.pte:
             assert program is not None  # --pte was refused above for inputs that are not models
-            Path(arguments.pte).write_bytes(program.buffer)
-            print(
+            partial(arguments.pte).write_bytes(program.buffer)
+            written.append(
                 f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
                 " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
             )
@@ -323,8 +396,12 @@ def run(arguments: argparse.Namespace) -> int:
 
             progress(f"drawing {arguments.plot}")
             node_count = len(node_names) if node_names else None
-            plot_memory_map(arguments.plot, table, memories, f"{label} ({algorithm})", node_count)
-            print(f"wrote memory map: {arguments.plot}")
+            plot_memory_map(
+                partial(arguments.plot), table, memories, f"{label} ({algorithm})", node_count
+            )
+            written.append(f"wrote memory map: {arguments.plot}")
+    for line in written:
+        print(line)
     progress("done")
     if problem is not None:
         raise CliError(f"the plan is invalid: {problem}", EXIT_PLANNING_FAILED)
@@ -348,8 +425,13 @@ def _minimalloc_paths(text: str | None, memories: Sequence[Memory]) -> dict[int,
 
 
 def _write_minimalloc(
-    paths: dict[int, Path], table: TensorTable, memories: Sequence[Memory]
-) -> None:
+    paths: dict[int, Path],
+    table: TensorTable,
+    memories: Sequence[Memory],
+    partial: Callable[[Path], Path],
+) -> list[str]:
+    """Write each memory's MiniMalloc solution (to ``partial(path)``); say what was written."""
+    written = []
     for mem_id, path in paths.items():
         memory = memories[mem_id - 1]
         in_memory = table.mem_ids == mem_id
@@ -359,7 +441,7 @@ def _write_minimalloc(
         never_alive = in_memory & ~table.shares_storage & (table.starts > table.ends)
         rows = np.flatnonzero(in_memory & ~inside & ~never_alive)
         write_minimalloc_solution(
-            path,
+            partial(path),
             [table.labels[row] for row in rows.tolist()],
             table.starts[rows],
             table.ends[rows],
@@ -374,9 +456,10 @@ def _write_minimalloc(
             )
             if count
         ]
-        print(
+        written.append(
             f"wrote MiniMalloc solution: {path} (memory {memory.name}, capacity"
             f" {memory.size:,} B: {len(rows):,} tensor(s)"
             + (f"; left out: {', '.join(left_out)}" if left_out else "")
             + ")"
         )
+    return written

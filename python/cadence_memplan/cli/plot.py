@@ -27,6 +27,7 @@ import numpy as np
 
 from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
 from ..io.memories import Memory
+from ..io.outputs import write_whole
 from ..stats import (
     IntArray,
     TensorTable,
@@ -152,10 +153,11 @@ def plot_memory_map(
         _draw_memory(axis, table, index, memories[index], last_node, tooltips)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper right", fontsize=7, frameon=False, ncols=2)
-    if tooltips:
-        _save_svg_with_titles(figure, path, tooltips)
-    else:
-        figure.savefig(path)
+    with write_whole(path) as partial:
+        if tooltips:
+            _save_svg_with_titles(figure, partial, tooltips)
+        else:
+            figure.savefig(partial)
     plt.close(figure)
 
 
@@ -392,8 +394,8 @@ def plot_sweep(
     varied: int,
     title: str,
 ) -> None:
-    """Bytes (top) and tensors (bottom) in each memory against the varied memory's size,
-    with the bytes outside memory 1, the sizes that do not fit (shaded), the sizes where
+    """The sum of tensor sizes (top) and the tensors (bottom) in each memory against the
+    varied memory's size, with the sum outside memory 1, the sizes that do not fit (shaded), the sizes where
     a bigger memory held fewer bytes (red triangles) and the first size that keeps every
     tensor in the varied memory or faster ones (dotted line)."""
     import matplotlib
@@ -476,7 +478,7 @@ def plot_sweep(
     bytes_axis.set_ylim(0, max(float(top), 1.0) * 1.08)
     _binary_axis(bytes_axis.yaxis, max(float(top), 1.0) * 1.08)
     _binary_axis(count_axis.xaxis, max(high - low, 1.0))
-    bytes_axis.set_ylabel("tensor bytes")
+    bytes_axis.set_ylabel("sum of tensor sizes")
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
     count_axis.set_xlabel(f"size of {name}")
@@ -485,5 +487,6 @@ def plot_sweep(
         f"{title}: what each memory holds as {name} grows", fontsize=10, loc="left"
     )
     figure.tight_layout()
-    figure.savefig(path)
+    with write_whole(path) as partial:
+        figure.savefig(partial)
     plt.close(figure)

@@ -12,10 +12,17 @@ import numpy as np
 from ..analysis.diff import MemoryChange, PlanDiff
 from ..analysis.explain import MemoryPeak
 from ..io.memories import Memory
-from ..stats import TensorTable, format_bytes, memory_stats, overall_peak
+from ..stats import (
+    TensorTable,
+    format_bytes,
+    memory_stats,
+    overall_peak,
+    summed_sizes_per_memory,
+)
 
 __all__ = [
     "format_seconds",
+    "print_best_summary",
     "print_comparison",
     "print_diff",
     "print_explanation",
@@ -67,7 +74,10 @@ def print_report(
     algorithm: str,
     timings: dict[str, float],
     node_names: Sequence[str] | None = None,
+    optimality: tuple[bool, int | None] | None = None,
 ) -> None:
+    """``optimality``: ``algorithm="best"``'s (proved_optimal, lower_bound), printed as a
+    line of its own."""
     stats = memory_stats(table, len(memories))
     print(f"{label}: {len(table):,} tensors planned with {algorithm!r}")
     rows = [
@@ -88,10 +98,30 @@ def print_report(
     node = f"node {peak_node}"
     if node_names is not None and peak_node < len(node_names):
         node += f" ({node_names[peak_node]})"
-    print(f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node}")
+    shared = int(table.shares_storage.sum())
+    inside = (
+        f"; {shared:,} tensor(s) inside another's storage add no bytes of their own"
+        if shared
+        else ""
+    )
+    print(
+        f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
+        f" all memories together{inside}"
+    )
     print(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )
+    if optimality is not None:
+        print(_optimality_line(*optimality))
+
+
+def _optimality_line(proved_optimal: bool, lower_bound: int | None) -> str:
+    if lower_bound is None:
+        return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
+    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)}) in all memories"
+    if proved_optimal:
+        return f"optimality: proved optimal, total bufsize = lower bound {bound}"
+    return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
 
 
 def _ratio(usage: int, bound: int) -> str:
@@ -99,28 +129,118 @@ def _ratio(usage: int, bound: int) -> str:
     return f"{usage / bound:.3f}x" if bound > 0 else "-"
 
 
+SUM_OF_SIZES_NOTE = (
+    "sum of sizes: the sizes of a memory's tensors added up over the whole graph (not bytes"
+    " alive at once, which is the peak usage); what best minimises outside the first memory"
+)
+
+
 def print_placer_comparison(
     plans: Sequence[tuple[str, TensorTable, float]], memories: Sequence[Memory]
 ) -> None:
-    """For ``--algo best --compare``: each placer's bytes per memory, the bytes outside
-    memory 1 (what best minimises first), each memory's usage against its peak-live lower
-    bound, and the time."""
+    """For ``--algo best --compare``: each placer's peak usage and sum of tensor sizes per
+    memory, each memory's usage against its peak-live lower bound, the sum of sizes
+    outside memory 1 (what best minimises first), and the time."""
     headers = ["placer"]
     for memory in memories:
-        headers += [f"{memory.name}: tensor bytes", f"{memory.name}: usage / bound"]
-    headers += ["bytes outside memory 1", "time"]
+        headers += [
+            f"{memory.name}: peak usage (B)",
+            f"{memory.name}: sum of sizes (B)",
+            f"{memory.name}: usage / bound",
+        ]
+    headers += [f"outside {memories[0].name}: sum of sizes (B)", "time"]
     rows = []
     for name, table, seconds in plans:
         stats = memory_stats(table, len(memories))
+        sums = summed_sizes_per_memory(table, len(memories))
         row = [name]
         for memory_id, stat in enumerate(stats, start=1):
             row += [
-                f"{int(table.sizes[table.mem_ids == memory_id].sum()):,}",
+                f"{stat.peak_usage:,}",
+                f"{int(sums[memory_id]):,}",
                 _ratio(stat.peak_usage, stat.peak_live_bytes),
             ]
-        row += [f"{int(table.sizes[table.mem_ids > 1].sum()):,}", format_seconds(seconds)]
+        row += [f"{int(sums[2:].sum()):,}", format_seconds(seconds)]
         rows.append(row)
     print_table(headers, rows)
+    print(SUM_OF_SIZES_NOTE)
+
+
+def _change(pair: tuple[int, int]) -> str:
+    return f"{pair[1] - pair[0]:+,}" if pair[1] != pair[0] else "0"
+
+
+def same_placements(first: TensorTable, second: TensorTable) -> bool:
+    """Every tensor in the same memory at the same offset."""
+    return first_difference(first, second) is None
+
+
+def print_best_summary(
+    table: TensorTable,
+    memories: Sequence[Memory],
+    strategy: str | None,
+    seconds: float,
+    budget_ms: float,
+    upstream: Sequence[tuple[str, TensorTable | None]],
+) -> None:
+    """What ``--algo best`` did: the winning strategy and the time against the budget,
+    whether the plan is one of upstream's placers' (``upstream``: name and plan, position
+    first; None for a placer that does not fit), and each memory's peak usage and sum of
+    sizes against position's plan whenever they differ (best may raise one memory's peak
+    to keep bytes in a faster one)."""
+    budget = format_seconds(budget_ms / 1e3)
+    winner = f"the {strategy}" if strategy else "an unnamed strategy"
+    # The core checks its budget between candidate plans, so a search it stopped ends at
+    # or just after the budget; the placer's time also holds reading and writing the plan.
+    if seconds * 1e3 >= budget_ms:
+        print(
+            f"best: searched for {format_seconds(seconds)}, all of its budget ({budget}; more"
+            f" with --budget MS might find a smaller plan), and kept the plan of {winner}"
+        )
+    else:
+        print(
+            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} (budget {budget})"
+        )
+    for name, plan in upstream:
+        if plan is None:
+            print(f"best: upstream's {name} placer finds no plan that fits these memories")
+    equal = [name for name, plan in upstream if plan is not None and same_placements(table, plan)]
+    if equal:
+        placers = " and ".join(equal) + (" placers" if len(equal) > 1 else " placer")
+        print(f"best: the same plan as upstream's {placers}: no smaller plan found")
+    position = next((plan for name, plan in upstream if name == "position"), None)
+    if position is None or "position" in equal:
+        return
+    count = len(memories)
+    ours, theirs = memory_stats(table, count), memory_stats(position, count)
+    our_sums = summed_sizes_per_memory(table, count)
+    their_sums = summed_sizes_per_memory(position, count)
+    rows = []
+    raised = []
+    for mem_id, memory in enumerate(memories, start=1):
+        usage = (theirs[mem_id - 1].peak_usage, ours[mem_id - 1].peak_usage)
+        sums = (int(their_sums[mem_id]), int(our_sums[mem_id]))
+        if usage[1] > usage[0]:
+            raised.append(f"{memory.name} by {format_bytes(usage[1] - usage[0])}")
+        rows.append(
+            [memory.name, f"{usage[0]:,}", f"{usage[1]:,}", _change(usage),
+             f"{sums[0]:,}", f"{sums[1]:,}", _change(sums)]
+        )  # fmt: skip
+    outside = (int(their_sums[2:].sum()), int(our_sums[2:].sum()))
+    print("best against upstream's position placer (mem_algo=0), per memory:")
+    _print_indented(
+        ["memory", "peak usage: position", "best", "change (B)", "sum of sizes: position",
+         "best", "change (B)"],
+        rows,
+    )  # fmt: skip
+    kept = outside[0] - outside[1]
+    summary = (
+        f"{format_bytes(kept)} less outside {memories[0].name}"
+        if kept > 0
+        else "no less outside " + memories[0].name
+    )
+    trade = f"; it raises the peak usage of {', '.join(raised)}" if raised else ""
+    print(f"best: {summary} than position (sum of sizes){trade}")
 
 
 def first_difference(ours: TensorTable, theirs: TensorTable) -> str | None:

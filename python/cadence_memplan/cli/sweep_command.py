@@ -29,9 +29,10 @@ from .common import (
     CliError,
     Progress,
     add_planning_options,
+    budget_from_arguments,
     check_matplotlib,
-    check_output,
     check_plan,
+    checked_outputs,
     edge_program,
     load_arrays,
     memories_from_arguments,
@@ -43,7 +44,7 @@ from .common import (
 )
 from .models import DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
-from .report import format_seconds, print_table
+from .report import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
 
 def add_parser(commands: Any) -> None:
@@ -93,9 +94,12 @@ def run(arguments: argparse.Namespace) -> int:
         sizes = parse_sweep_sizes(arguments.sizes)
     except ValueError as error:
         raise CliError(str(error)) from error
-    check_output(arguments.out, "--out", (".csv",))
-    check_output(arguments.plot, "--plot", PLOT_SUFFIXES)
+    outputs = checked_outputs(
+        [(arguments.out, "--out", (".csv",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
+        inputs=[path, arguments.memory_config],
+    )
     check_matplotlib(arguments.plot)
+    budget_ms = budget_from_arguments(arguments)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
         label, kind = "synthetic", "arrays"
@@ -103,12 +107,14 @@ def run(arguments: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if kind in ("model", "archive"):
             stack.enter_context(quiet_libraries(arguments.debug))
-            plan_at = _model_planner(arguments, label, path, memories, varied, sizes, progress)
+            plan_at = _model_planner(
+                arguments, label, path, memories, varied, sizes, progress, budget_ms
+            )
         else:
             labels, starts, ends, tensor_sizes = load_arrays(kind, label, path, progress)
             what = "buffer" if kind == "csv" else "tensor"
             names = [f"{what} {name!r}" for name in labels]
-            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names)
+            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names, budget_ms)
         progress(
             f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
             f" {format_bytes(sizes[-1])}"
@@ -126,18 +132,24 @@ def run(arguments: argparse.Namespace) -> int:
     print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
           f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
     print_table(*sweep_table(rows, memories, varied))
+    print(SUM_OF_SIZES_NOTE)
     _print_sweep_summary(rows, memories, varied)
     print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
-    with writing_outputs():
+    written: list[str] = []  # printed once every output is in place
+    with writing_outputs(outputs) as partial:
         if arguments.out:
-            write_sweep_csv(arguments.out, rows, memories, varied)
-            print(f"wrote sweep: {arguments.out}")
+            write_sweep_csv(partial(arguments.out), rows, memories, varied)
+            written.append(f"wrote sweep: {arguments.out}")
         if arguments.plot:
             from .plot import plot_sweep
 
             progress(f"drawing {arguments.plot}")
-            plot_sweep(arguments.plot, rows, memories, varied, f"{label} ({arguments.algo})")
-            print(f"wrote sweep plot: {arguments.plot}")
+            plot_sweep(
+                partial(arguments.plot), rows, memories, varied, f"{label} ({arguments.algo})"
+            )
+            written.append(f"wrote sweep plot: {arguments.plot}")
+    for line in written:
+        print(line)
     progress("done")
     return 0
 
@@ -150,6 +162,7 @@ def _model_planner(
     varied: int,
     sizes: Sequence[int],
     progress: Progress,
+    budget_ms: float,
 ) -> Callable[[Sequence[Memory]], TensorTable | str]:
     """Lower the model once; return ``plan_at`` re-running only its memory planning."""
     edge = edge_program(label, path, progress)
@@ -160,7 +173,12 @@ def _model_planner(
     largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
     try:
         replanner = Replanner(
-            edge, largest, arguments.algo, arguments.alloc_inputs, arguments.alloc_outputs
+            edge,
+            largest,
+            arguments.algo,
+            arguments.alloc_inputs,
+            arguments.alloc_outputs,
+            budget_ms if arguments.algo == "best" else None,
         )
     except ValueError as error:
         raise CliError(f"cannot sweep {label}: {error}", EXIT_PLANNING_FAILED) from error

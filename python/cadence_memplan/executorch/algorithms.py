@@ -29,9 +29,9 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
-from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, Preplaced
-from .._validation import MAX_MEMORIES, as_int64, check_choice, check_memories
-from ..api import allowed_mask, plan_prepared
+from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, PlanResult, Preplaced
+from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
+from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
 from ..exir.planners import _element_size, _gc_paused, _int64, _NotExact
 
 __all__ = [
@@ -182,14 +182,20 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         memory_config: MemoryConfig,
         *args: Any,
         occupancy: Occupancy = "auto",
+        budget_ms: float = DEFAULT_BUDGET_MS,
         **kwargs: Any,
     ) -> None:
-        """Upstream's constructor; ``occupancy`` is :func:`cadence_memplan.plan`'s (every
-        choice gives the same plan: the tests run each)."""
+        """Upstream's constructor; ``occupancy`` and ``budget_ms`` (``"best"`` only) are
+        :func:`cadence_memplan.plan`'s (every occupancy gives the same plan: the tests run
+        each). ``budget_ms`` may also be set on the instance before it plans.
+        ``last_result`` is the core's answer to the last ``plan()`` call (its
+        ``strategy`` says how ``"best"`` found its plan), None before the first."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
         check_choice("occupancy", occupancy, OCCUPANCIES)
         self.occupancy = occupancy
+        self.budget_ms = budget_ms
+        self.last_result: PlanResult | None = None
         super().__init__(memory_config, *args, **kwargs)
 
     def plan(
@@ -272,6 +278,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 read.offsets,
                 True,
                 self.occupancy,
+                check_budget_ms(self.budget_ms),
             )
         except PlanningError as error:
             failure = MemoryPlanningAlgoFailure(
@@ -280,6 +287,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             )
             failure.spec = specs[error.tensor_index]  # the one that fits nowhere
             raise failure from error
+        self.last_result = result
 
         for spec, mem_id, offset in zip(
             specs, result.mem_ids.tolist(), result.offsets.tolist(), strict=True

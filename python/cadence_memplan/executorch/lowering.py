@@ -81,6 +81,7 @@ class LoweredPlan:
     table: TensorTable
     node_names: list[str]
     timings: dict[str, float] = field(default_factory=dict)
+    strategy: str | None = None  # how "best" found its plan (PlanResult.strategy)
 
 
 def program_table(
@@ -162,18 +163,21 @@ def lower_and_plan(
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
     who: str = "C++ core",
+    budget_ms: float | None = None,
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
-    ``CadenceMemoryPlanning``) as the memory-planning pass; raises what the pass raises."""
-    planning = TimedPlanning(
-        planning_class(
-            memory_config(memories),
-            CompileMode.DEFAULT,
-            ALGORITHMS.index(algorithm),
-            alloc_graph_input=alloc_inputs,
-            alloc_graph_output=alloc_outputs,
-        )
+    ``CadenceMemoryPlanning``) as the memory-planning pass; raises what the pass raises.
+    ``budget_ms`` caps our ``"best"`` placer's search (None: its default)."""
+    pass_ = planning_class(
+        memory_config(memories),
+        CompileMode.DEFAULT,
+        ALGORITHMS.index(algorithm),
+        alloc_graph_input=alloc_inputs,
+        alloc_graph_output=alloc_outputs,
     )
+    if budget_ms is not None:
+        pass_.algo.budget_ms = budget_ms
+    planning = TimedPlanning(pass_)
     began = time.perf_counter()
     program = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
     total_seconds = time.perf_counter() - began
@@ -183,7 +187,9 @@ def lower_and_plan(
         "memory-planning pass": planning.pass_seconds,
         "whole to_executorch": total_seconds,
     }
-    return LoweredPlan(program, table, node_names, timings)
+    result = getattr(pass_.algo, "last_result", None)  # ours only
+    strategy = None if result is None else result.strategy
+    return LoweredPlan(program, table, node_names, timings, strategy)
 
 
 def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:

@@ -139,7 +139,9 @@ class Replanner:
         algorithm: str,
         alloc_inputs: bool = True,
         alloc_outputs: bool = True,
+        budget_ms: float | None = None,
     ) -> None:
+        self.budget_ms = budget_ms  # our "best" placer's cap (None: its default)
         self.mem_algo = ALGORITHMS.index(algorithm)
         self.alloc_inputs = alloc_inputs
         self.alloc_outputs = alloc_outputs
@@ -150,6 +152,8 @@ class Replanner:
             alloc_graph_input=alloc_inputs,
             alloc_graph_output=alloc_outputs,
         )
+        if budget_ms is not None:
+            planning.algo.budget_ms = budget_ms
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         try:
@@ -169,8 +173,9 @@ class Replanner:
             self.call.graph_module, self.call.graph_signature, alloc_inputs, alloc_outputs
         )
 
-    def plan(self, memories: Sequence[Memory]) -> TensorTable:
-        """The plan at ``memories``, as ``plan`` would make it; raises one of
+    def plan(self, memories: Sequence[Memory], algorithm: str | None = None) -> TensorTable:
+        """The plan at ``memories``, as ``plan`` would make it, with ``algorithm`` (default:
+        the one given when the model was lowered); raises one of
         :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
         call = self.call
         call.restore()
@@ -180,7 +185,9 @@ class Replanner:
             self.alloc_inputs,
             self.alloc_outputs,
             None,
-        )[self.mem_algo]
+        )[self.mem_algo if algorithm is None else ALGORITHMS.index(algorithm)]
+        if self.budget_ms is not None:
+            algo.budget_ms = self.budget_ms
         try:
             with _graph_code_kept(call.graph_module):
                 algo(

@@ -1,16 +1,18 @@
 """exir's default memory planning in C++: ``greedy``, ``BankedGreedy`` and the storage-reuse
-check, with exir's results (needs executorch). The README's section "exir's default
-planner" shows how to switch ``to_executorch`` to them; docs/architecture.md maps the
-modules."""
+check, with exir's results, and ``best``, whose plans are never larger than ``greedy``'s
+(needs executorch). docs/exir.md shows how to switch ``to_executorch`` to them;
+docs/architecture.md maps the modules."""
 
 from .passes import memory_planning_pass
 from .planners import OBJECT_SEARCHES, BankedGreedy, ObjectSearch, greedy
+from .search import best
 from .verifier import verify_storage_reuse
 
 __all__ = [
     "OBJECT_SEARCHES",
     "BankedGreedy",
     "ObjectSearch",
+    "best",
     "greedy",
     "memory_planning_pass",
     "verify_storage_reuse",

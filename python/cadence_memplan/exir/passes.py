@@ -1,4 +1,5 @@
-"""A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`.
+"""A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`, or with
+``greedy`` and :func:`cadence_memplan.exir.best` (``smallest=True``).
 
 exir's ``MemoryPlanningPass.run`` runs its O(n^2) Python ``Verifier.verify_storage_reuse``
 whenever its algorithm callable is *named* ``greedy`` (``_callable_name``), and whenever
@@ -19,6 +20,7 @@ from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
 from .planners import ObjectSearch, greedy
+from .search import best
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 
 __all__ = ["memory_planning_pass"]
@@ -46,6 +48,7 @@ def memory_planning_pass(
     allow_overlapping_allocations: bool = True,
     verify_storage_reuse: bool = False,
     occupancy: ObjectSearch = "auto",
+    smallest: bool = False,
     **kwargs: Any,
 ) -> MemoryPlanningPass:
     """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
@@ -53,8 +56,19 @@ def memory_planning_pass(
     ``ExecutorchBackendConfig(memory_planning_pass=...)``. Other keyword arguments
     (``alloc_graph_input`` and friends) go to ``MemoryPlanningPass``.
 
+    ``smallest=True`` runs exir's suite with ``[greedy, best]``: the suite keeps the
+    algorithm with the smallest total bufsize, the first one on a tie, so the program
+    is greedy's unless :func:`cadence_memplan.exir.best` found a smaller plan, and
+    never larger. ``best`` has no counterpart of ``allow_overlapping_allocations=False``,
+    which is refused with it.
+
     ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
     ``greedy`` (same errors), with the C++ check."""
+    if smallest and not allow_overlapping_allocations:
+        raise ValueError(
+            "smallest=True plans lifetime-overlapping allocations side by side in one"
+            " arena; it cannot honour allow_overlapping_allocations=False"
+        )
     algorithm = greedy
     if not allow_overlapping_allocations or occupancy != "auto":
         algorithm = functools.partial(
@@ -62,9 +76,10 @@ def memory_planning_pass(
             allow_overlapping_allocations=allow_overlapping_allocations,
             occupancy=occupancy,
         )
+    algorithms = [algorithm, best] if smallest else [algorithm]
     pass_type = _VerifyingMemoryPlanningPass if verify_storage_reuse else MemoryPlanningPass
     return pass_type(
-        memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=[algorithm]),
+        memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=algorithms),
         alignment=alignment,
         **kwargs,
     )

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -270,7 +270,23 @@ def _raise_storage_error(read: _Specs, packing: api.SharedObjectPacking) -> None
         raise InternalError("Storage-backed TensorSpec allocation must fit within storage_base.")
 
 
-def _result(read: _Specs, packing: api.SharedObjectPacking) -> MemoryAlgoResult:
+class _Allocations(Protocol):
+    """Where a packing put each spec (per spec in input order, but ``visit_order``): what
+    _result turns into exir's result. The core's SharedObjectPacking is one."""
+
+    @property
+    def visit_order(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def mem_ids(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def objects(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def bufsizes(self) -> npt.NDArray[np.int64]: ...
+
+
+def _result(read: _Specs, packing: _Allocations) -> MemoryAlgoResult:
     order = packing.visit_order
     ordered_specs = list(map(read.specs.__getitem__, order.tolist()))
     allocations = map(

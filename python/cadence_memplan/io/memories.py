@@ -3,7 +3,7 @@
 ``--memory`` lists memories fastest first, each ``[NAME=]SIZE:ALIGNMENT``::
 
     fast=256KiB:16,near=4MiB:64,far=1GiB:64     (the default)
-    256KiB:16,4MiB:64                           (named by id: "1", "2")
+    256KiB:16,4MiB:64                           (named by id: "mem1", "mem2")
 
 Config files (``--memory-config``), JSON or TOML, say the same with base addresses::
 
@@ -22,8 +22,15 @@ Config files (``--memory-config``), JSON or TOML, say the same with base address
 
 ``size`` (required) and ``alignment`` (default 1, as upstream's ``MemoryConfig``) are
 integers or strings with a unit (B, KiB, MiB, GiB, TiB); ``base_address`` is an integer or
-a ``0x`` string and is only printed. Everywhere, a memory without a name is named by its
-id (1 = fastest). Errors are ValueError naming the option or file and the memory.
+a ``0x`` string and is only printed. Everywhere, a memory without a name is named
+``mem`` and its id (``mem1`` = fastest). Errors are ValueError naming the option or file
+and the memory.
+
+A hierarchy can be legal and still not what was meant: :func:`memory_warnings` lists, one
+line each, an alignment above the memory's size (nothing but empty tensors fits), a size
+and alignment that look swapped (``16:256KiB``), an alignment that is not a power of two,
+memories whose address ranges overlap or share a base address, and a memory that reaches
+past 2^32 (the 32-bit address space of Cadence's DSPs).
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from .._validation import MAX_BYTE_VALUE, check_memories, is_integer
 __all__ = [
     "DEFAULT_MEMORY_SPEC",
     "Memory",
+    "default_memory_name",
+    "memory_warnings",
     "parse_memory_spec",
     "parse_size",
     "read_memory_config",
@@ -63,8 +72,77 @@ class Memory:
     base_address: int | None = None
 
 
+def default_memory_name(mem_id: int) -> str:
+    """The name of memory ``mem_id`` when none is given: ``mem1``, ``mem2``... (a bare
+    number reads badly in a sentence: "memory 1 (memory 1)")."""
+    return f"mem{mem_id}"
+
+
+ADDRESS_SPACE = 1 << 32  # Cadence's Xtensa DSPs address 4 GiB
+_PLAUSIBLE_ALIGNMENT = 1 << 12  # a "size" this small or smaller reads like an alignment
+
+
+def _pretty(count: int) -> str:
+    """``262144`` -> ``256KiB``, as the options write sizes (exact, so they can be pasted)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale and count % scale == 0:
+            return f"{count // scale}{unit}"
+    return str(count)
+
+
+def memory_warnings(memories: Sequence[Memory]) -> list[str]:
+    """What in a legal hierarchy is probably a mistake, one line each (see the module's
+    docstring); empty when nothing looks wrong."""
+    warnings = []
+    for memory in memories:
+        name = f"memory {memory.name}"
+        size, alignment = memory.size, memory.alignment
+        if alignment > size:
+            if size <= _PLAUSIBLE_ALIGNMENT and size & (size - 1) == 0:
+                warnings.append(
+                    f"{name}: size {size:,} B and alignment {_pretty(alignment)} look swapped"
+                    f" (SIZE comes first: {_pretty(alignment)}:{_pretty(size)}?); as given, no"
+                    " tensor of nonzero size fits in it"
+                )
+            else:
+                warnings.append(
+                    f"{name}: alignment {_pretty(alignment)} is above its size {_pretty(size)},"
+                    " so no tensor of nonzero size fits in it (a tensor's storage ends on an"
+                    " aligned offset)"
+                )
+        if alignment & (alignment - 1):
+            warnings.append(
+                f"{name}: alignment {alignment:,} is not a power of two (allowed, but DMA"
+                " engines and caches align to powers of two)"
+            )
+    placed = sorted(
+        (memory.base_address, memory.base_address + memory.size, memory.name)
+        for memory in memories
+        if memory.base_address is not None
+    )
+    for index, (base, end, name) in enumerate(placed):
+        if end > ADDRESS_SPACE:
+            warnings.append(
+                f"memory {name}: [{base:#x}, {end:#x}) reaches past 2^32 ({ADDRESS_SPACE:#x}),"
+                " beyond a 32-bit address space"
+            )
+        for other_base, other_end, other_name in placed[index + 1 :]:
+            if other_base == base:
+                warnings.append(
+                    f"memories {name} and {other_name} have the same base address {base:#x}"
+                )
+            elif other_base < end:
+                warnings.append(
+                    f"memories {name} [{base:#x}, {end:#x}) and {other_name}"
+                    f" [{other_base:#x}, {other_end:#x}) overlap"
+                )
+    return warnings
+
+
 def parse_size(text: str | int, what: str) -> int:
     """``256KiB`` -> 262144; units B, KiB, MiB, GiB, TiB (any case) or none; 1..2^62."""
+    if isinstance(text, str) and text.strip().startswith("-"):
+        raise ValueError(f"{what}: {text!r} is negative; a size is at least 1 B")
     if is_integer(text):
         value = int(text)
     elif (
@@ -111,7 +189,7 @@ def parse_memory_spec(spec: str) -> list[Memory]:
             )
         size = parse_size(parts[0], f"--memory: memory {mem_id} size")
         alignment = parse_size(parts[1], f"--memory: memory {mem_id} alignment")
-        memories.append(Memory(name or str(mem_id), size, alignment))
+        memories.append(Memory(name or default_memory_name(mem_id), size, alignment))
     return _checked(memories, "--memory")
 
 
@@ -169,7 +247,7 @@ def read_memory_config(path: str | os.PathLike[str]) -> list[Memory]:
         base = entry.get("base_address")
         memories.append(
             Memory(
-                name=str(entry.get("name", mem_id)),
+                name=str(entry.get("name", default_memory_name(mem_id))),
                 size=parse_size(entry["size"], f"{what} size"),
                 alignment=parse_size(entry.get("alignment", 1), f"{what} alignment"),
                 base_address=None if base is None else _parse_address(base, f"{what} base"),

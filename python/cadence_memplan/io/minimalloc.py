@@ -5,9 +5,13 @@ such as a solution's ``offset``, are ignored) and one buffer per row. A buffer i
 the HALF-OPEN interval ``[lower, upper)``; ExecuTorch lifetimes are inclusive, so buffer
 ``[lower, upper)`` becomes ``start = lower, end = upper - 1``. Sizes are bytes.
 
-What is rejected, with the file, line and column in the message (ValueError):
+The file is UTF-8 text; a byte order mark (as Excel writes one) is skipped, and so are
+lines that start with ``#`` (comments) and blank lines. What is rejected, with the file
+and line in the message (ValueError):
 
-* a missing header or a header without one of the four columns, a repeated column;
+* bytes that are not UTF-8 text (a binary file), or a line the CSV module cannot read;
+* a missing header (a first line that names none of the four columns), a header without
+  one of the four columns, a repeated column;
 * a row with a different number of fields from the header;
 * a lower, upper or size that is not a plain decimal integer (``12``, ``+12``; not ``12.0``,
   ``1e3`` or ``1_000``);
@@ -16,7 +20,8 @@ What is rejected, with the file, line and column in the message (ValueError):
   half-open interval has no inclusive ``[start, end]`` with ``start >= 0`` to map to;
 * an empty or repeated ``id``: ids name buffers in results, so they must be unique.
 
-Blank lines are skipped. Ids are kept as the strings the file has (``"b1"``, ``"4093"``).
+Ids are kept as the strings the file has (``"b1"``, ``"4093"``). A file with a header and
+no buffers is read as an empty instance (the command line warns about it).
 
 :func:`write_minimalloc_solution` writes the other way: MiniMalloc's solution format,
 ``id,lower,upper,size,offset``, one memory's buffers with their offsets.
@@ -24,7 +29,9 @@ Blank lines are skipped. Ids are kept as the strings the file has (``"b1"``, ``"
 
 from __future__ import annotations
 
+import _csv
 import csv
+import io
 import os
 import re
 from collections.abc import Sequence
@@ -35,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._validation import check_int64
+from .outputs import write_whole
 
 __all__ = [
     "MinimallocInstance",
@@ -72,68 +80,86 @@ def capacity_from_filename(path: str | os.PathLike[str]) -> int | None:
 
 def read_minimalloc_csv(path: str | os.PathLike[str]) -> MinimallocInstance:
     """Read a MiniMalloc CSV file; raise ValueError naming the line for a malformed one."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # -sig: a leading byte order mark is skipped
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(
+            f"{path}:{line}: byte {data[error.start]:#04x} is not UTF-8 text (a binary file?);"
+            f" expected a CSV file with the header {','.join(REQUIRED_COLUMNS)}"
+        ) from None
+    rows = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return _read_rows(path, rows)
+    except csv.Error as error:  # e.g. a NUL byte
+        raise ValueError(f"{path}:{rows.line_num}: {error}") from error
+
+
+def _is_data(row: list[str]) -> bool:
+    """Not a blank line, not a comment."""
+    return bool(row) and not row[0].lstrip().startswith("#")
+
+
+def _read_rows(path: str | os.PathLike[str], rows: _csv.Reader) -> MinimallocInstance:
+    header = next((row for row in rows if _is_data(row)), None)
+    if header is None:
+        raise ValueError(f"{path}: empty file, expected the header {','.join(REQUIRED_COLUMNS)}")
+    where = f"{path}:{rows.line_num}"
+    names = [name.strip() for name in header]
+    if not set(names) & set(REQUIRED_COLUMNS):
+        raise ValueError(
+            f"{where}: no header: the first line must name the columns"
+            f" {','.join(REQUIRED_COLUMNS)}, it is {','.join(header)!r}"
+        )
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"{where}: column {name!r} appears twice")
+    missing = [name for name in REQUIRED_COLUMNS if name not in names]
+    if missing:
+        raise ValueError(
+            f"{where}: header {header} lacks the column(s) {missing};"
+            f" expected {','.join(REQUIRED_COLUMNS)}"
+        )
+    id_at, lower_at, upper_at, size_at = (names.index(name) for name in REQUIRED_COLUMNS)
+    seen_ids: set[str] = set()
     ids: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     sizes: list[int] = []
-    with open(path, newline="", encoding="utf-8") as file:
-        rows = csv.reader(file)
-        header = next((row for row in rows if row), None)
-        if header is None:
-            raise ValueError(
-                f"{path}: empty file, expected the header {','.join(REQUIRED_COLUMNS)}"
-            )
-        names = [name.strip() for name in header]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"{path}:{rows.line_num}: column {name!r} appears twice")
-        missing = [name for name in REQUIRED_COLUMNS if name not in names]
-        if missing:
-            raise ValueError(
-                f"{path}:{rows.line_num}: header {header} lacks the column(s) {missing};"
-                f" expected {','.join(REQUIRED_COLUMNS)}"
-            )
-        id_at, lower_at, upper_at, size_at = (names.index(name) for name in REQUIRED_COLUMNS)
-        seen_ids: set[str] = set()
+    for row in rows:
+        if not _is_data(row):
+            continue
+        where = f"{path}:{rows.line_num}"
 
-        def integer(row: list[str], column: int) -> int:
+        def integer(column: int, row: list[str] = row, where: str = where) -> int:
             text = row[column].strip()
             if not _INTEGER.fullmatch(text):
-                raise ValueError(
-                    f"{path}:{rows.line_num}: {names[column]} is {row[column]!r}, not an integer"
-                )
-            return check_int64(int(text), f"{path}:{rows.line_num}: {names[column]}")
+                raise ValueError(f"{where}: {names[column]} is {row[column]!r}, not an integer")
+            return check_int64(int(text), f"{where}: {names[column]}")
 
-        for row in rows:
-            if not row:
-                continue
-            where = f"{path}:{rows.line_num}"
-            if len(row) != len(names):
-                raise ValueError(f"{where}: {len(row)} fields, the header has {len(names)}")
-            buffer_id = row[id_at].strip()
-            if not buffer_id:
-                raise ValueError(f"{where}: empty id")
-            if buffer_id in seen_ids:
-                raise ValueError(f"{where}: id {buffer_id!r} appears twice")
-            seen_ids.add(buffer_id)
-            lower, upper, size = (
-                integer(row, lower_at),
-                integer(row, upper_at),
-                integer(row, size_at),
+        if len(row) != len(names):
+            raise ValueError(f"{where}: {len(row)} fields, the header has {len(names)}")
+        buffer_id = row[id_at].strip()
+        if not buffer_id:
+            raise ValueError(f"{where}: empty id")
+        if buffer_id in seen_ids:
+            raise ValueError(f"{where}: id {buffer_id!r} appears twice")
+        seen_ids.add(buffer_id)
+        lower, upper, size = integer(lower_at), integer(upper_at), integer(size_at)
+        if lower < 0:
+            raise ValueError(f"{where}: buffer {buffer_id!r} has a negative lower {lower}")
+        if upper <= lower:
+            raise ValueError(
+                f"{where}: buffer {buffer_id!r} has upper {upper} <= lower {lower};"
+                " the lifetime [lower, upper) must hold at least one step"
             )
-            if lower < 0:
-                raise ValueError(f"{where}: buffer {buffer_id!r} has a negative lower {lower}")
-            if upper <= lower:
-                raise ValueError(
-                    f"{where}: buffer {buffer_id!r} has upper {upper} <= lower {lower};"
-                    " the lifetime [lower, upper) must hold at least one step"
-                )
-            if size < 0:
-                raise ValueError(f"{where}: buffer {buffer_id!r} has a negative size {size}")
-            ids.append(buffer_id)
-            starts.append(lower)
-            ends.append(upper - 1)  # half-open [lower, upper) -> inclusive [lower, upper - 1]
-            sizes.append(size)
+        if size < 0:
+            raise ValueError(f"{where}: buffer {buffer_id!r} has a negative size {size}")
+        ids.append(buffer_id)
+        starts.append(lower)
+        ends.append(upper - 1)  # half-open [lower, upper) -> inclusive [lower, upper - 1]
+        sizes.append(size)
     return MinimallocInstance(
         ids=np.array(ids, dtype=np.str_),
         starts=np.array(starts, dtype=np.int64),
@@ -163,7 +189,7 @@ def write_minimalloc_solution(
             f"buffer {ids[first]!r} is never alive (lifetime [{starts[first]}, {ends[first]}]);"
             " MiniMalloc's format needs at least one step"
         )
-    with open(path, "w", newline="", encoding="utf-8") as file:
+    with write_whole(path) as partial, partial.open("w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(SOLUTION_COLUMNS)
         writer.writerows(

@@ -2,15 +2,19 @@
 
 Columns: ``name`` (the node, with ``[i]`` for the i-th output of a multi-output node, or
 the CSV id), ``mem_id`` (1 = fastest), ``offset``, ``size`` (bytes) and the inclusive
-lifetime ``start``, ``end`` (node indices).
+lifetime ``start``, ``end`` (node indices). Each file says the lifetimes are inclusive:
+the CSV in a comment line before its header (``# ...``), the JSON in its key
+``"lifetimes": "inclusive"`` (MiniMalloc's CSV files, by contrast, are half-open
+``[lower, upper)``).
 
-JSON (version 2, described by the JSON Schema ``plan.schema.json`` shipped next to this
+JSON (version 3, described by the JSON Schema ``plan.schema.json`` shipped next to this
 module, :func:`plan_schema`) also records the input's name, the algorithm, the timings
 (seconds), each memory (name, size, alignment, base address, peak usage, peak-live lower
 bound, tensor count) and per tensor its absolute ``address`` (the memory's base address
 + offset; null when the memory has no base address) and ``shares_storage`` (it lies
 inside another tensor's storage on purpose, see ``TensorTable.shares_storage``).
-:func:`read_plan` reads versions 1 and 2 and the CSV.
+:func:`read_plan` reads versions 1 to 3 (1 and 2 have no ``"lifetimes"`` key; their
+lifetimes are inclusive too) and the CSV, with or without its comment line.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 from ..stats import TensorTable, memory_stats
 from .memories import Memory
+from .outputs import write_whole
 
 __all__ = [
     "PLAN_FORMAT",
@@ -39,7 +44,13 @@ __all__ = [
 ]
 
 PLAN_FORMAT = "cadence-memplan plan"
-PLAN_VERSION = 2
+PLAN_VERSION = 3
+PLAN_VERSIONS = (1, 2, PLAN_VERSION)  # what read_plan reads
+LIFETIMES = "inclusive"  # the JSON's "lifetimes": start and end are both alive
+CSV_COMMENT = (
+    "# cadence-memplan plan: lifetimes are inclusive [start, end] node indices (end < start:"
+    " never alive); offset and size in bytes; mem_id 1 is the fastest memory"
+)
 PLAN_COLUMNS = ("name", "mem_id", "offset", "size", "start", "end")
 _NUMBER_COLUMNS = PLAN_COLUMNS[1:]
 _TABLE_COLUMNS = ("mem_ids", "offsets", "sizes", "starts", "ends")
@@ -81,7 +92,8 @@ def write_plan(
         )
     )
     if path.suffix.lower() != ".json":
-        with path.open("w", newline="", encoding="utf-8") as file:
+        with write_whole(path) as partial, partial.open("w", newline="", encoding="utf-8") as file:
+            file.write(CSV_COMMENT + "\n")
             writer = csv.writer(file)
             writer.writerow(PLAN_COLUMNS)
             writer.writerows(rows)
@@ -98,6 +110,7 @@ def write_plan(
     document = {
         "format": PLAN_FORMAT,
         "version": PLAN_VERSION,
+        "lifetimes": LIFETIMES,
         "input": input_name,
         "algorithm": algorithm,
         "timings_seconds": dict(timings or {}),
@@ -116,7 +129,8 @@ def write_plan(
         ],
         "tensors": tensors,
     }
-    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    with write_whole(path) as partial:
+        partial.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
 def read_plan(path: str | os.PathLike[str]) -> TensorTable:
@@ -131,7 +145,7 @@ def read_plan_file(path: str | os.PathLike[str]) -> PlanFile:
         return _read_json(path)
     with path.open(newline="", encoding="utf-8") as file:
         reader = csv.reader(file)
-        header = next(reader, None)
+        header = next((row for row in reader if not (row and row[0].startswith("#"))), None)
         if header is None or tuple(header) != PLAN_COLUMNS:
             raise ValueError(f"{path}: expected the header {','.join(PLAN_COLUMNS)}")
         rows = [row for row in reader if row]
@@ -163,8 +177,16 @@ def _read_json(path: Path) -> PlanFile:
     if not isinstance(document, dict) or document.get("format") != PLAN_FORMAT:
         raise ValueError(f'{path}: not a plan file (no "format": "{PLAN_FORMAT}")')
     version = document.get("version")
-    if version not in (1, PLAN_VERSION):
-        raise ValueError(f"{path}: plan file version {version!r}, expected 1 or {PLAN_VERSION}")
+    if version not in PLAN_VERSIONS:
+        raise ValueError(
+            f"{path}: plan file version {version!r}, expected one of"
+            f" {', '.join(map(str, PLAN_VERSIONS))}"
+        )
+    if version == PLAN_VERSION and document.get("lifetimes") != LIFETIMES:
+        raise ValueError(
+            f'{path}: "lifetimes" is {document.get("lifetimes")!r}; this reader knows only'
+            f' "{LIFETIMES}" (start and end are both alive)'
+        )
     try:
         records = document["tensors"]
         names = [str(record["name"]) for record in records]

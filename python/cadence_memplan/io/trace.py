@@ -27,13 +27,13 @@ import heapq
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..stats import IntArray, TensorTable, live_bytes_changes
 from .memories import Memory
+from .outputs import write_whole
 
 __all__ = ["COUNTER_NAME", "assign_lanes", "trace_events", "write_trace"]
 
@@ -139,7 +139,13 @@ def trace_events(
             )
     return {
         "traceEvents": events,
-        "otherData": {"input": label, "algorithm": algorithm, "time unit": "node index"},
+        "otherData": {
+            "input": label,
+            "algorithm": algorithm,
+            "time unit": "node index",
+            "lifetimes": "inclusive [start, end] node indices: an event covers nodes ts to"
+            " ts + dur - 1 (args.lifetime: [start, end])",
+        },
     }
 
 
@@ -153,4 +159,5 @@ def write_trace(
 ) -> None:
     """Write :func:`trace_events` as compact JSON (large plans make large files)."""
     document = trace_events(table, memories, label, algorithm, writers)
-    Path(path).write_text(json.dumps(document, separators=(",", ":")) + "\n", encoding="utf-8")
+    with write_whole(path) as partial:
+        partial.write_text(json.dumps(document, separators=(",", ":")) + "\n", encoding="utf-8")
