@@ -38,6 +38,7 @@ from workloads import (
     PYTHON_IMPLEMENTATIONS,
     Workload,
     instance_workloads,
+    long_lived_workloads,
     model_workloads,
     prepare,
     synthetic_workloads,
@@ -208,11 +209,13 @@ def select_workloads(kinds: list[str], max_n: int, live_tensors: float) -> list[
     if "synthetic" in kinds:
         counts = tuple(n for n in (100, 1_000, 2_000, 10_000, 100_000, 1_000_000) if n <= max_n)
         chosen += synthetic_workloads(counts, live_tensors)
+    if "long-lived" in kinds:
+        chosen += long_lived_workloads()
     folders = tuple(kind for kind in ("real", "challenging") if kind in kinds)
     chosen += instance_workloads(folders)
     if "model" in kinds:
         chosen += model_workloads()
-    return [w for w in chosen if w.kind == "synthetic" or w.tensor_count <= max_n]
+    return [w for w in chosen if w.kind in ("synthetic", "long-lived") or w.tensor_count <= max_n]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -222,8 +225,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-n", type=int, default=1_000_000, help="largest tensor count")
     parser.add_argument(
         "--workloads",
-        default="synthetic,real,challenging,model",
-        help="comma-separated: synthetic, real, challenging, model",
+        default="synthetic,long-lived,real,challenging,model",
+        help="comma-separated: synthetic, long-lived, real, challenging, model",
     )
     parser.add_argument("--algorithms", default="position,heuristic")
     parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))

@@ -8,7 +8,9 @@ torch.export and executorch's ``to_edge``.
 
 Memory hierarchies:
 
-* synthetic graphs and exported models: a Cadence-like three levels, 256 KiB (alignment 16),
+* synthetic graphs (also one of 40,000 tensors of which 12% are long-lived: each lives
+  from its start to a uniformly drawn later node, so about 1,600 are alive at once) and
+  exported models: a Cadence-like three levels, 256 KiB (alignment 16),
   4 MiB (64), 1 GiB (64), as ``bench/conftest.py`` and ``python -m cadence_memplan``;
 * real/ instances (tensors of up to 9.4 GB, peaks of up to 497 GB): a fast memory of a
   quarter of the instance's peak-live bound (alignment 16), then one of 2^50 bytes (64),
@@ -46,6 +48,8 @@ __all__ = [
     "Workload",
     "benchmark_cell",
     "instance_workloads",
+    "long_lived_graph",
+    "long_lived_workloads",
     "model_workloads",
     "prepare",
     "synthetic_workloads",
@@ -116,6 +120,33 @@ def synthetic_workloads(
                 CADENCE_ALIGNMENTS,
             ),
         )
+
+
+LONG_LIVED_COUNT = 40_000
+LONG_LIVED_FRACTION = 0.12
+
+
+def long_lived_graph(
+    count: int = LONG_LIVED_COUNT, fraction: float = LONG_LIVED_FRACTION, seed: int = 1
+) -> tuple[npt.NDArray[np.int64], ...]:
+    """``synthetic_graph(count)`` with ``fraction`` of its tensors, drawn at random, living
+    from their start to a uniformly drawn later node: thousands alive at once, as in the
+    real instances, on an otherwise short-lived graph."""
+    starts, ends, sizes = synthetic_graph(count)
+    rng = np.random.default_rng(seed)
+    chosen = rng.random(count) < fraction
+    last = max(count - 1, 0)
+    ends = ends.copy()
+    ends[chosen] = rng.integers(starts[chosen], last, endpoint=True)
+    return starts, ends, sizes
+
+
+def long_lived_workloads() -> Iterator[Workload]:
+    yield Workload(
+        "long-lived",
+        f"long-lived n={LONG_LIVED_COUNT:,}",
+        lambda: (*long_lived_graph(), CADENCE_MEMORY_SIZES, CADENCE_ALIGNMENTS),
+    )
 
 
 def _instance_problem(path: Path) -> tuple[Any, ...]:

@@ -394,6 +394,20 @@ def generate_greedy_case(choose: Chooser, max_specs: int = 40) -> GreedyCase:
     )
 
 
+def without_inverted_lifetimes(case: GreedyCase) -> GreedyCase:
+    """``case`` with every inverted lifetime (start > end) turned around. exir's overlap
+    test of inverted lifetimes is no interval test, so the core keeps memories that hold
+    one on exir's loops; without them, ``occupancy="tree"`` searches its tree."""
+
+    def turned(description: SpecDescription) -> SpecDescription:
+        start, end = description.lifetime
+        if start is None or end is None or start <= end:
+            return description
+        return replace(description, lifetime=(end, start))
+
+    return replace(case, specs=tuple(map(turned, case.specs)))
+
+
 def generate_banked_case(choose: Chooser, max_specs: int = 40) -> BankedCase:
     """A greedy case over 1-3 banks (declared out of id order, sized from a fraction of the
     demand, with alignments that are multiples of the graph's or, rarely, not), pins to

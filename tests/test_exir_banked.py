@@ -43,6 +43,7 @@ from exir_cases import (
     run_greedy,
     spec,
     spec_fields,
+    without_inverted_lifetimes,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -209,6 +210,13 @@ def test_one_bank_is_greedy() -> None:
 @pytest.mark.parametrize("seed", SWEEP_SEEDS)
 def test_random_case_matches_exir(seed: int) -> None:
     check_banked(generate_banked_case(RandomChooser(random.Random(seed)), max_specs=60))
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_random_case_of_intervals_matches_exir(seed: int) -> None:
+    """Without inverted lifetimes, occupancy="tree" searches its tree in every bank."""
+    case = generate_banked_case(RandomChooser(random.Random(20_000 + seed)), max_specs=60)
+    check_banked(replace(case, greedy=without_inverted_lifetimes(case.greedy)))
 
 
 @pytest.mark.slow

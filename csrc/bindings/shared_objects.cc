@@ -9,6 +9,7 @@
 
 #include "bindings/convert.h"
 #include "core/shared_objects.h"
+#include "core/storage_reuse.h"
 
 namespace cadence_memplan::bindings {
 namespace {
@@ -38,9 +39,10 @@ std::vector<T> ToRecords(const RecordArray<T>& records, const char* name) {
 
 ObjectSearch ToObjectSearch(const std::string& name) {
   if (name == "auto") return ObjectSearch::kAuto;
+  if (name == "tree") return ObjectSearch::kTree;
   if (name == "index") return ObjectSearch::kIndex;
   if (name == "scan") return ObjectSearch::kScan;
-  throw InvalidInput("occupancy must be 'auto', 'index' or 'scan', got '" + name + "'");
+  throw InvalidInput("occupancy must be 'auto', 'tree', 'index' or 'scan', got '" + name + "'");
 }
 
 // The names of PackErrorKind, as cadence_memplan.exir spells them.

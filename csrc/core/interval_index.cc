@@ -37,7 +37,8 @@ TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
   for (const Lifetime& lifetime : lifetimes) {
     if (!lifetime.empty()) starts_.push_back(lifetime.start);
   }
-  std::sort(starts_.begin(), starts_.end());
+  // Graphs list their tensors in node order more often than not.
+  if (!std::is_sorted(starts_.begin(), starts_.end())) std::sort(starts_.begin(), starts_.end());
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 

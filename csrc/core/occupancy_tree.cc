@@ -20,6 +20,21 @@ void ForCanonicalNodes(int64_t leaf_count, int64_t first, int64_t last, Visit&& 
   }
 }
 
+// Restores the min-heap order by head begin of cursors[0..count) after the
+// root's head moved up.
+template <typename Cursor>
+void SiftDown(Cursor* cursors, size_t count) {
+  const Cursor moving = cursors[0];
+  size_t at = 0;
+  for (size_t child = 1; child < count; child = 2 * at + 1) {
+    if (child + 1 < count && cursors[child + 1].begin < cursors[child].begin) ++child;
+    if (moving.begin <= cursors[child].begin) break;
+    cursors[at] = cursors[child];
+    at = child;
+  }
+  cursors[at] = moving;
+}
+
 }  // namespace
 
 void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
@@ -71,52 +86,40 @@ void OccupancyTree::GatherLists(const Lifetime& lifetime) const {
 
 template <typename Visit>
 void OccupancyTree::VisitUnion(Visit&& visit) const {
-  // A merge of the few sorted lists by begin. Each run starts at the lowest
-  // head and then swallows, list by list and round the lists again while it
-  // grows, every segment that begins inside it. A swallowed segment costs
-  // one comparison, and most segments are swallowed: on large live sets about
-  // five per run.
+  // A merge of the few sorted lists by begin, over a min-heap of their heads.
+  // The list at the top swallows, in a row, its segments that begin inside
+  // the current run, so the heap moves once per list and run, not per segment.
   cursors_.clear();
-  Offset next_begin = std::numeric_limits<Offset>::max();
   for (const SegmentList* list : lists_) {
-    cursors_.push_back({list->data(), list->data() + list->size()});
-    next_begin = std::min(next_begin, list->front().begin);
+    const Segment* first = list->data();
+    cursors_.push_back({first->begin, first, first + list->size()});
   }
-  while (!cursors_.empty()) {
-    Segment run{next_begin, next_begin};
-    next_begin = std::numeric_limits<Offset>::max();
-    // Stop once every list in a row has neither grown the run nor been emptied.
-    size_t unchanged = 0;
-    bool emptied = false;
-    for (size_t c = 0; unchanged < cursors_.size(); c = c + 1 == cursors_.size() ? 0 : c + 1) {
-      Cursor& cursor = cursors_[c];
-      bool grew = false;
-      for (; cursor.next != cursor.end && cursor.next->begin <= run.end; ++cursor.next) {
-        if (cursor.next->end > run.end) {
-          run.end = cursor.next->end;
-          grew = true;
-        }
-      }
-      if (grew) {
-        // Every other list must be looked at again; this one is done.
-        unchanged = 1;
-        next_begin = std::numeric_limits<Offset>::max();
-      } else {
-        ++unchanged;
-      }
-      if (cursor.next == cursor.end) {
-        emptied = true;
-      } else {
-        next_begin = std::min(next_begin, cursor.next->begin);
-      }
+  size_t live = cursors_.size();
+  if (live == 0) return;
+  std::make_heap(cursors_.begin(), cursors_.end(),
+                 [](const Cursor& a, const Cursor& b) { return a.begin > b.begin; });
+  Cursor* heap = cursors_.data();
+  Segment run{heap[0].begin, heap[0].begin};
+  while (live > 0) {
+    Cursor& top = heap[0];
+    if (top.begin > run.end) {
+      if (visit(run)) return;
+      run = {top.begin, top.begin};
     }
-    if (emptied) {
-      cursors_.erase(std::remove_if(cursors_.begin(), cursors_.end(),
-                                    [](const Cursor& c) { return c.next == c.end; }),
-                     cursors_.end());
+    const Segment* next = top.next;
+    do {
+      run.end = std::max(run.end, next->end);
+      ++next;
+    } while (next != top.end && next->begin <= run.end);
+    if (next == top.end) {
+      top = heap[--live];
+    } else {
+      top.next = next;
+      top.begin = next->begin;
     }
-    if (visit(run)) return;
+    SiftDown(heap, live);
   }
+  visit(run);
 }
 
 Offset OccupancyTree::LowestHole(const Lifetime& lifetime, Size size) const {

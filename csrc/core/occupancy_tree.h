@@ -57,7 +57,7 @@ class OccupancyTree {
   bool Intersects(const Lifetime& lifetime, Segment segment) const;
 
  private:
-  using SegmentList = std::vector<Segment>;
+  using SegmentList = std::vector<Segment>;  // Sorted, disjoint, none touching the next.
 
   // Points `lists_` at the non-empty lists whose union is the bytes taken
   // during `lifetime`.
@@ -76,6 +76,7 @@ class OccupancyTree {
   std::vector<SegmentList> starts_;
   // Scratch for queries.
   struct Cursor {
+    Offset begin;  // next->begin, kept beside it for the merge's heap.
     const Segment* next;
     const Segment* end;
   };

@@ -38,9 +38,9 @@ std::string CheckPlaced(const PlacedTensor& placed, const std::vector<Memory>& m
   if (offset < 0 || offset > kMaxByteValue) {
     return StrCat("offset ", offset, " is outside [0, 2^62]");
   }
-  // Both terms may be 2^62, whose sum overflows int64_t but not uint64_t.
-  const uint64_t end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(placed.tensor.size);
-  if (end > static_cast<uint64_t>(memories[mem_id - 1].size)) {
+  // Saturated, the end is still past every memory (at most 2^62 bytes).
+  const Offset end = SaturatingAdd(offset, placed.tensor.size);
+  if (end > memories[mem_id - 1].size) {
     return StrCat("storage [", offset, ", ", end, ") lies outside memory ", mem_id, " of ",
                   memories[mem_id - 1].size, " bytes");
   }

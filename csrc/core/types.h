@@ -74,6 +74,16 @@ enum class Occupancy {
   kScan,           // Scan every tensor of the memory: the naive baseline, for benchmarks.
 };
 
+// How exir's planners (shared_objects.h) find the shared objects a tensor may
+// go into, and how the storage-reuse check (storage_reuse.h) finds the pairs
+// it judges. Every choice gives the same result; they differ only in speed.
+enum class ObjectSearch {
+  kAuto,   // Per memory, the fastest of those below (object_pool.h).
+  kTree,   // The first free object from a FreeObjectTree, then exir's second pass.
+  kIndex,  // The allocations alive with the tensor, from a LiveAllocationIndex.
+  kScan,   // Every allocation of every object, as exir's loops do: the baseline.
+};
+
 // A half-open byte range [begin, end); empty when begin >= end.
 struct Segment {
   Offset begin = 0;

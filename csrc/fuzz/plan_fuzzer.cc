@@ -6,9 +6,9 @@
 // either upstream placer nor than its own portfolio, the same plan when run
 // again, and every lower bound and claim of optimality checked by brute force
 // (packing_oracle.h) where that can run. The same tensors then go through
-// exir's greedy and BankedGreedy
-// (shared_objects.h), whose indexed and automatic searches must give exactly
-// what exir's loops (ObjectSearch::kScan) give. Any violation aborts, so libFuzzer keeps
+// exir's greedy and BankedGreedy (shared_objects.h), whose tree, indexed and
+// automatic searches must give exactly what exir's loops (ObjectSearch::kScan)
+// give. Any violation aborts, so libFuzzer keeps
 // the input as a crash.
 //
 // The decoding draws values from small classes (zero, ties, 2^62 and its
@@ -256,11 +256,13 @@ std::vector<int64_t> Observed(const PackResult& result) {
 
 template <typename Pack>
 void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
-  std::vector<int64_t> observed[3];
-  bool invalid[3] = {false, false, false};
-  const ObjectSearch searches[3] = {ObjectSearch::kIndex, ObjectSearch::kAuto, ObjectSearch::kScan};
-  request.greedy.index_minimum_tensors = 0;  // kAuto's per-query choice, on small inputs too.
-  for (int k = 0; k < 3; ++k) {
+  constexpr int kSearches = 4;
+  std::vector<int64_t> observed[kSearches];
+  bool invalid[kSearches] = {false, false, false, false};
+  const ObjectSearch searches[kSearches] = {ObjectSearch::kTree, ObjectSearch::kIndex,
+                                            ObjectSearch::kAuto, ObjectSearch::kScan};
+  request.greedy.auto_minimum_tensors = 0;  // kAuto's own choice, on small inputs too.
+  for (int k = 0; k < kSearches; ++k) {
     request.greedy.search = searches[k];
     try {
       observed[k] = Observed(pack(request));
@@ -268,8 +270,11 @@ void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
       invalid[k] = true;
     }
   }
-  if (invalid[0] != invalid[2] || observed[0] != observed[2] || invalid[1] != invalid[2] ||
-      observed[1] != observed[2]) {
+  bool agree = true;
+  for (int k = 0; k + 1 < kSearches; ++k) {
+    agree = agree && invalid[k] == invalid[kSearches - 1] && observed[k] == observed[kSearches - 1];
+  }
+  if (!agree) {
     std::fprintf(stderr, "plan_fuzzer: %s: the searches and exir's loops disagree\n", what);
     std::abort();
   }

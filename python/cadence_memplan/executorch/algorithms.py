@@ -13,10 +13,14 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from itertools import chain
+from operator import attrgetter
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.memory_planning_algo import (
     MemoryPlanningAlgo,
@@ -28,6 +32,7 @@ from executorch.exir.tensor import TensorSpec
 from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, PlanResult, Preplaced
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
+from ..exir.planners import _element_size, _gc_paused, _int64, _NotExact
 
 __all__ = [
     "BestOfHierarchy",
@@ -37,8 +42,81 @@ __all__ = [
 ]
 
 
-def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any], list[int]]:
-    """Lifetimes and allocated sizes of ``specs``; ``allocated_memory`` is computed, so read once."""
+# exir's TensorSpec.allocated_memory rounds through a float above 2^53 bytes; below, the
+# integer arithmetic of _read_exact_specs gives the same value.
+_EXACT_LIMIT = 1 << 53
+# What TensorSpec.allocated_memory reads (`scalar_type` is what its `dtype` returns).
+_lifetime = attrgetter("lifetime")
+_shape = attrgetter("shape")
+_scalar_type = attrgetter("scalar_type")
+_alignment = attrgetter("alignment")
+_mem_offset = attrgetter("mem_offset")
+
+
+_SPECS_HASH_BY_IDENTITY = (
+    TensorSpec.__eq__ is object.__eq__ and TensorSpec.__hash__ is object.__hash__
+)
+
+
+class _SpecArrays(NamedTuple):
+    """Lifetimes, allocated sizes and mem_offsets of specs, as int64."""
+
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    offsets: npt.NDArray[np.int64]
+
+
+def _read_exact_specs(specs: list[TensorSpec], unset_offset: int | None) -> _SpecArrays:
+    """Every attribute in one pass, ``allocated_memory`` computed as exir does but on
+    arrays; an unset mem_offset becomes ``unset_offset``. Raises _NotExact for anything
+    but plain TensorSpecs of exact int fields."""
+    if not set(map(type, specs)) <= {TensorSpec}:
+        raise _NotExact  # A subclass may size itself differently.
+    count = len(specs)
+    if not count:
+        empty = np.zeros(0, dtype=np.int64)
+        return _SpecArrays(empty, empty, empty, empty)
+    # One map per attribute: C loops that build no tuple per spec.
+    lifetimes = list(map(_lifetime, specs))
+    dtypes = list(map(_scalar_type, specs))
+    offsets = list(map(_mem_offset, specs))
+    try:
+        if set(map(len, lifetimes)) != {2}:
+            raise _NotExact
+        lifetime_array = _int64(chain.from_iterable(lifetimes))
+        element_sizes = {dtype: _element_size(dtype) for dtype in set(dtypes)}
+        nbytes = _int64(map(math.prod, map(_shape, specs))) * _int64(
+            map(element_sizes.__getitem__, dtypes)
+        )
+        alignment_array = _int64(map(_alignment, specs))
+        if None in offsets:
+            if unset_offset is None:
+                raise _NotExact
+            offsets = [unset_offset if offset is None else offset for offset in offsets]
+        offset_array = _int64(offsets)
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
+        raise _NotExact from error
+    if (
+        nbytes.min() < 0
+        or nbytes.max() >= _EXACT_LIMIT
+        or alignment_array.min() < 1
+        or alignment_array.max() >= _EXACT_LIMIT
+    ):
+        raise _NotExact
+    sizes = -(-nbytes // alignment_array) * alignment_array
+    return _SpecArrays(lifetime_array[0::2], lifetime_array[1::2], sizes, offset_array)
+
+
+def _read_specs(specs: list[TensorSpec], what: str, unset_offset: int | None) -> _SpecArrays:
+    """The arrays the core plans from; ``allocated_memory`` is computed, so read once. Specs
+    the fast path cannot read exactly are read attribute by attribute, with the errors
+    naming the spec (``what``: "spec" or "already-placed spec")."""
+    try:
+        return _read_exact_specs(specs, unset_offset)
+    except _NotExact:
+        pass
+    name = what.removesuffix(" spec")
     starts: list[Any] = []
     ends: list[Any] = []
     sizes: list[int] = []
@@ -51,7 +129,16 @@ def _read_specs(specs: list[TensorSpec], what: str) -> tuple[list[Any], list[Any
         starts.append(lifetime[0])
         ends.append(lifetime[1])
         sizes.append(spec.allocated_memory)
-    return starts, ends, sizes
+    offsets = [spec.mem_offset for spec in specs]
+    return _SpecArrays(
+        as_int64(f"{name} lifetime starts", starts),
+        as_int64(f"{name} lifetime ends", ends),
+        as_int64(f"{name} sizes", sizes),
+        as_int64(
+            f"{name} incoming offsets" if unset_offset is not None else f"{name} offsets",
+            [unset_offset if o is None else o for o in offsets],
+        ),
+    )
 
 
 def check_memory_config(memory_config: MemoryConfig) -> None:
@@ -132,13 +219,20 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 raise ValueError("state.allocated_buffers[0] must be empty: memory 0 is reserved")
             placed.extend(buffers)
             placed_mem_ids.extend([mem_id] * len(buffers))
-        seen: set[int] = set()
-        for index, spec in enumerate(specs):
-            if id(spec) in seen:
-                raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
-            seen.add(id(spec))
+        # Plain TensorSpecs hash by identity, so a set of them is a set of identities,
+        # built without an id() call per spec.
+        by_identity = _SPECS_HASH_BY_IDENTITY and set(map(type, chain(specs, placed))) <= {
+            TensorSpec
+        }
+        spec_ids: set[Any] = set(specs) if by_identity else set(map(id, specs))
+        if len(spec_ids) != len(specs):
+            seen: set[int] = set()
+            for index, spec in enumerate(specs):
+                if id(spec) in seen:
+                    raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
+                seen.add(id(spec))
         for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids, strict=True)):
-            if id(spec) in seen:
+            if (spec if by_identity else id(spec)) in spec_ids:
                 raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
             if spec.mem_id != mem_id:
                 raise ValueError(
@@ -146,9 +240,9 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                     f" but has mem_id {spec.mem_id}: {spec!r}"
                 )
 
-        starts, ends, sizes = _read_specs(specs, "spec")
-        placed_starts, placed_ends, placed_sizes = _read_specs(placed, "already-placed spec")
-        incoming = [spec.mem_offset for spec in specs]
+        with _gc_paused():
+            read = _read_specs(specs, "spec", -1)
+            read_placed = _read_specs(placed, "already-placed spec", None)
         blocklists = placement_constraints._mem_id_blocklist  # {id(spec): set of mem ids}
         blocked = np.zeros(len(specs), dtype=np.uint64)
         if blocklists:
@@ -164,25 +258,24 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         alignments = as_int64(
             "memory_config.memory_alignments", self.memory_config.memory_alignments
         )
-        sizes_array = as_int64("spec sizes", sizes)
         try:
             result = plan_prepared(
                 self.algorithm,
-                as_int64("spec lifetime starts", starts),
-                as_int64("spec lifetime ends", ends),
-                sizes_array,
+                read.starts,
+                read.ends,
+                read.sizes,
                 memory_sizes,
                 alignments,
                 blocked,
                 allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
                 Preplaced(
-                    as_int64("already-placed lifetime starts", placed_starts),
-                    as_int64("already-placed lifetime ends", placed_ends),
-                    as_int64("already-placed sizes", placed_sizes),
+                    read_placed.starts,
+                    read_placed.ends,
+                    read_placed.sizes,
                     as_int64("already-placed mem_ids", placed_mem_ids),
-                    as_int64("already-placed offsets", [spec.mem_offset for spec in placed]),
+                    read_placed.offsets,
                 ),
-                as_int64("spec incoming offsets", [-1 if o is None else o for o in incoming]),
+                read.offsets,
                 True,
                 self.occupancy,
                 check_budget_ms(self.budget_ms),
@@ -203,9 +296,9 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             spec.mem_offset = offset
         everything = placed + specs
         for mem_id in range(1, memory_count + 1):
-            state.allocated_buffers[mem_id] = [
-                everything[k] for k in result.memory_order[mem_id].tolist()
-            ]
+            state.allocated_buffers[mem_id] = list(
+                map(everything.__getitem__, result.memory_order[mem_id].tolist())
+            )
         # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
         # call: the core's call_bufsizes.
         for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):

@@ -36,10 +36,12 @@ from .. import api
 
 __all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
 
-ObjectSearch = Literal["auto", "index", "scan"]
-# "index": the output-sensitive search; "scan": exir's loops in C++ (the naive baseline);
-# "auto": per memory and per query the cheaper of the two (shared_objects.cc, Find).
-OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "index", "scan")
+ObjectSearch = Literal["auto", "tree", "index", "scan"]
+# "tree": a tree over the shared objects finds the first free one (many tensors alive at
+# once); "index": the allocations alive with each tensor, listed (few alive at once);
+# "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the one its
+# lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
+OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "tree", "index", "scan")
 
 # Beyond 2^53 bytes exir's math.ceil(nbytes / alignment) rounds through a float, which the
 # integer arithmetic of the core does not reproduce; no real tensor comes near.
@@ -119,16 +121,20 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     count = len(specs)
     if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
-    rows = list(map(_read_fields, specs))
     tensors = api.exir_tensors(count)
-    if not rows:
+    if not count:
         return _Specs(specs, tensors)
-    lifetimes, shapes, dtypes, alignments, mem_ids, bases = zip(*rows, strict=True)
-    if any(len(lifetime) != 2 for lifetime in lifetimes):
+    # One C-level map per attribute: no tuple per spec for the collector to track.
+    lifetimes = list(map(attrgetter("lifetime"), specs))
+    if set(map(len, lifetimes)) != {2}:
         raise _NotExact
     lifetime_array = _int64(chain.from_iterable(lifetimes))
-    nbytes = _int64(map(math.prod, shapes)) * _int64(map(_element_size, dtypes))
-    old_alignments = _int64(alignments)
+    dtypes = list(map(attrgetter("scalar_type"), specs))
+    element_sizes = {dtype: _element_size(dtype) for dtype in set(dtypes)}
+    nbytes = _int64(map(math.prod, map(attrgetter("shape"), specs))) * _int64(
+        map(element_sizes.__getitem__, dtypes)
+    )
+    old_alignments = _int64(map(attrgetter("alignment"), specs))
     if (
         nbytes.min() < 0
         or nbytes.max() >= _EXACT_LIMIT
@@ -137,12 +143,14 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     ):
         raise _NotExact
     # exir_tensors' defaults stand for unset mem_ids (memory 1, not pinned) and storage bases.
+    mem_ids = list(map(attrgetter("mem_id"), specs))
     if mem_ids.count(None) != count:
         tensors["pinned"] = [mem_id is not None for mem_id in mem_ids]
         mem_id_array = _int64(1 if mem_id is None else mem_id for mem_id in mem_ids)
         if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
             raise _NotExact
         tensors["mem_id"] = mem_id_array
+    bases = list(map(attrgetter("storage_base"), specs))
     if bases.count(None) != count:
         index_of = {id(spec): index for index, spec in enumerate(specs)}
         tensors["base"] = _int64(
@@ -158,7 +166,9 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
         if np.abs(offset_array).max() >= _EXACT_LIMIT:
             raise _NotExact
         tensors["base_offset"] = offset_array
-    if len(set(map(id, specs))) != count:
+    # Plain TensorSpecs hash by identity: a set of them counts distinct objects.
+    by_identity = TensorSpec.__hash__ is object.__hash__ and TensorSpec.__eq__ is object.__eq__
+    if len(set(specs) if by_identity else set(map(id, specs))) != count:
         raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
     tensors["lifetime"]["start"] = lifetime_array[0::2]
     tensors["lifetime"]["end"] = lifetime_array[1::2]
@@ -278,7 +288,7 @@ class _Allocations(Protocol):
 
 def _result(read: _Specs, packing: _Allocations) -> MemoryAlgoResult:
     order = packing.visit_order
-    ordered_specs = [read.specs[index] for index in order.tolist()]
+    ordered_specs = list(map(read.specs.__getitem__, order.tolist()))
     allocations = map(
         SpecAllocResult,
         packing.mem_ids[order].tolist(),
