@@ -303,7 +303,7 @@ def prepare_verifier(
     if implementation == "exir":
         run: Callable[[], int] = verifier.verify_storage_reuse
     else:
-        occupancy = "scan" if implementation == "naive" else "index"
+        occupancy = "scan" if implementation == "naive" else "interval"
 
         def run() -> int:
             return cadence_memplan.exir.verify_storage_reuse(verifier, occupancy=occupancy)

@@ -469,7 +469,7 @@ def small_csv(tmp_path: Path) -> Path:
 
 
 def report_rows(stdout: str) -> dict[str, list[str]]:
-    """The report's memory table: name -> its cells (columns as in cli/report.HEADERS)."""
+    """The report's memory table: name -> its cells (columns as in cli/printing.HEADERS)."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("memory ")) + 2
     end = next(i for i, line in enumerate(lines) if line.startswith("overall peak"))

@@ -3,7 +3,7 @@ upstream's ``CadenceMemoryPlanning`` and by ours: the serialized programs must b
 for byte the same, every spec in the same place, and every plan valid.
 
 Also: failures (a plan that cannot fit, bad memory configs), idma load/store/wait and
-pinned placements through the pass in two compile modes, and the seed-era functions.
+pinned placements through the pass in two compile modes, and the older API's standalone planning functions.
 """
 
 from __future__ import annotations
@@ -394,7 +394,7 @@ def test_pinned_offsets_and_memories_through_the_pass(mode: CompileMode, mem_alg
     assert specs[adds[4]].mem_id == 2
 
 
-# --------------------------------------------------------------------------- seed-era API
+# ------------------------------------------------- the standalone functions (older API)
 
 SEED_FUNCTIONS = {
     "position": (position_based_greedy_with_hierarchy, UpstreamPositionBasedGreedyWithHierarchy),
@@ -410,7 +410,7 @@ SEED_FUNCTIONS = {
 def test_seed_functions_match_upstreams_placers(
     lowered: dict[str, EdgeProgramManager], algorithm: str, alloc_graph_io: bool
 ) -> None:
-    """The seed-era functions give the placements and bufsizes of upstream's placer on the
+    """The standalone functions give the placements and bufsizes of upstream's placer on the
     same collected specs (a lowered graph whose lifetimes are set)."""
     seed_function, upstream_class = SEED_FUNCTIONS[algorithm]
     memory_config = memory_config_for("three_level_tight", lowered, "mlp", alloc_graph_io)

@@ -40,9 +40,9 @@ std::vector<T> ToRecords(const RecordArray<T>& records, const char* name) {
 ObjectSearch ToObjectSearch(const std::string& name) {
   if (name == "auto") return ObjectSearch::kAuto;
   if (name == "tree") return ObjectSearch::kTree;
-  if (name == "index") return ObjectSearch::kIndex;
+  if (name == "interval") return ObjectSearch::kInterval;
   if (name == "scan") return ObjectSearch::kScan;
-  throw InvalidInput("occupancy must be 'auto', 'tree', 'index' or 'scan', got '" + name + "'");
+  throw InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name + "'");
 }
 
 // The names of PackErrorKind, as cadence_memplan.exir spells them.

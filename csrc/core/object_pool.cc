@@ -49,7 +49,7 @@ ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
   if (search_ == ObjectSearch::kAuto)
     search_ = ChooseSearch(member_lifetimes, intervals, auto_minimum_tensors);
   if (search_ == ObjectSearch::kTree && !intervals) search_ = ObjectSearch::kScan;
-  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kIndex) {
+  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kInterval) {
     std::vector<std::pair<Time, TensorIndex>> points;
     points.reserve(members.size());
     for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
@@ -68,7 +68,7 @@ ObjectSearch ObjectPool::ChooseSearch(const std::vector<Lifetime>& lifetimes, bo
   const double overlaps = 2.0 * static_cast<double>(CountOverlappingPairs(lifetimes)) /
                           static_cast<double>(std::max<int64_t>(count, 1));
   return static_cast<double>(count) > kIndexOverlapsSquared * overlaps * overlaps
-             ? ObjectSearch::kIndex
+             ? ObjectSearch::kInterval
              : ObjectSearch::kTree;
 }
 
@@ -96,7 +96,7 @@ void ObjectPool::AddObject(TensorIndex tensor, Size size) {
   object_sizes_.push_back(size);
   allocations_.emplace_back();
   if (search_ == ObjectSearch::kTree) records_.emplace_back();
-  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kIndex) {
+  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kInterval) {
     sizes_.Set(object, size);
     blocked_stamp_.push_back(0);
     overlap_end_.push_back(0);

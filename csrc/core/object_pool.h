@@ -107,7 +107,7 @@ class ObjectPool {
   };
 
   // What kAuto stands for in a pool of these lifetimes (`intervals`: none is
-  // inverted): kScan, kTree, kIndex, or, where some lifetime is inverted,
+  // inverted): kScan, kTree, kInterval, or, where some lifetime is inverted,
   // kAuto itself (the index or the loops, per query).
   static ObjectSearch ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
                                    int64_t minimum_tensors);
@@ -132,7 +132,7 @@ class ObjectPool {
   std::vector<Allocation>* where_;
   ObjectSearch search_;
   std::vector<Size> object_sizes_;
-  // kIndex and kAuto: the index, object sizes, and per-query scratch stamped
+  // kInterval and kAuto: the index, object sizes, and per-query scratch stamped
   // by query_.
   LiveAllocationIndex index_;
   ObjectSizeTree sizes_;

@@ -80,7 +80,7 @@ enum class Occupancy {
 enum class ObjectSearch {
   kAuto,   // Per memory, the fastest of those below (object_pool.h).
   kTree,   // The first free object from a FreeObjectTree, then exir's second pass.
-  kIndex,  // The allocations alive with the tensor, from a LiveAllocationIndex.
+  kInterval,  // The allocations alive with the tensor, from a LiveAllocationIndex.
   kScan,   // Every allocation of every object, as exir's loops do: the baseline.
 };
 

@@ -259,7 +259,7 @@ void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
   constexpr int kSearches = 4;
   std::vector<int64_t> observed[kSearches];
   bool invalid[kSearches] = {false, false, false, false};
-  const ObjectSearch searches[kSearches] = {ObjectSearch::kTree, ObjectSearch::kIndex,
+  const ObjectSearch searches[kSearches] = {ObjectSearch::kTree, ObjectSearch::kInterval,
                                             ObjectSearch::kAuto, ObjectSearch::kScan};
   request.greedy.auto_minimum_tensors = 0;  // kAuto's own choice, on small inputs too.
   for (int k = 0; k < kSearches; ++k) {

@@ -1,5 +1,5 @@
 // PackGreedy, PackBanked and CheckStorageReuse with ObjectSearch::kTree,
-// kIndex and kAuto against kScan (exir's loops, ported literally) on random problems: ties,
+// kInterval and kAuto against kScan (exir's loops, ported literally) on random problems: ties,
 // zero sizes, inverted lifetimes, pins, storage-backed chains and bad bases.
 // Every successful plan must also keep tensors that exir considers
 // overlapping in time apart in memory, and the reuse check must count what a
@@ -100,7 +100,7 @@ void TestGreedy(std::mt19937_64& rng, int rounds) {
     for (ExirTensor& tensor : request.tensors) tensor.mem_id = tensor.pinned ? tensor.mem_id : 1;
     request.search = ObjectSearch::kScan;
     const PackResult naive = PackGreedy(request);
-    request.search = ObjectSearch::kIndex;
+    request.search = ObjectSearch::kInterval;
     const PackResult fast = PackGreedy(request);
     if (!CHECK(SamePack(fast, naive))) return;
     request.search = ObjectSearch::kTree;
@@ -127,7 +127,7 @@ void TestBanked(std::mt19937_64& rng, int rounds) {
     }
     request.greedy.search = ObjectSearch::kScan;
     const PackResult naive = PackBanked(request);
-    request.greedy.search = ObjectSearch::kIndex;
+    request.greedy.search = ObjectSearch::kInterval;
     const PackResult fast = PackBanked(request);
     if (!CHECK(SamePack(fast, naive))) return;
     request.greedy.search = ObjectSearch::kTree;
@@ -155,7 +155,7 @@ void TestStorageReuse(std::mt19937_64& rng, int rounds) {
     request.allow_lifetime_and_storage_overlap = Pick(rng, 0, 1) == 1;
     request.search = ObjectSearch::kScan;
     const ReuseCheckResult naive = CheckStorageReuse(request);
-    request.search = ObjectSearch::kIndex;
+    request.search = ObjectSearch::kInterval;
     const ReuseCheckResult fast = CheckStorageReuse(request);
     if (!CHECK_EQ(fast.reuse_pairs, naive.reuse_pairs)) return;
     if (!CHECK_EQ(fast.violation, naive.violation)) return;

@@ -310,10 +310,9 @@ def pack_shared_objects(
 ) -> SharedObjectPacking:
     """exir's shared-object packing on ExirTensor records (:func:`exir_tensors`): ``greedy``
     when ``banks`` is None, else ``BankedGreedy`` over the BANK_DTYPE records (alignment 0
-    = the graph's), in preference order. ``occupancy``: "auto", "tree" (a tree over the
-    objects), "index" (the allocations alive with each tensor) or "scan" (exir's loops in
-    C++). The result's ``error`` is "" on
-    success, else the name of exir's failure (``PackErrorKind`` in
+    = the graph's), in preference order. ``occupancy``: "auto", "interval" (the
+    allocations alive with each tensor, from an index), "tree" (a tree over the objects)
+    or "scan" (exir's loops in C++). The result's ``error`` is "" on success, else the name of exir's failure (``PackErrorKind`` in
     csrc/core/shared_objects.h) with the tensor and value its message names. Raises
     ValueError for input exir could not have produced."""
     return _core.pack_shared_objects(

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..io.plans import read_plan_file
 from .common import EXIT_PLANS_DIFFER, CliError, one_line
-from .report import print_diff
+from .printing import print_diff
 
 
 def add_parser(commands: Any) -> None:

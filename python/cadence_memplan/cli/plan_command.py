@@ -44,7 +44,7 @@ from .common import (
 )
 from .models import BUILTIN_INPUTS, DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
-from .report import (
+from .printing import (
     TensorNames,
     print_best_summary,
     print_comparison,

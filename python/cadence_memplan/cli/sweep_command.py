@@ -44,7 +44,7 @@ from .common import (
 )
 from .models import DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
-from .report import SUM_OF_SIZES_NOTE, format_seconds, print_table
+from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
 
 def add_parser(commands: Any) -> None:

@@ -1,5 +1,5 @@
 """Everything that needs torch and executorch: the drop-in placers (algorithms.py),
-``CadenceMemoryPlanning`` and the seed-era functions (cadence.py), the pass around the
+``CadenceMemoryPlanning`` and the older API's standalone planning functions (cadence.py), the pass around the
 placer (planning_pass.py, graph_code.py), ``patch_cadence`` (patching.py), upstream's
 reports vectorised (reports.py), lowering a model with timing for the command line
 (lowering.py) and the import shim for Cadence's compiler (compiler.py).

@@ -16,9 +16,10 @@ Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
 constructor instead of failing (or planning garbage) mid-compile, and a run that fails
 puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were.
 
-The module also keeps the seed-era function API (``position_based_greedy_with_hierarchy``,
-``greedy_by_size_for_offset_calculation_with_hierarchy``) for callers that plan a graph
-module directly and want only the buffer sizes back.
+The module also keeps the standalone planning functions of Cadence's memory planning before
+its ``MemoryPlanningAlgo`` classes (``position_based_greedy_with_hierarchy``,
+``greedy_by_size_for_offset_calculation_with_hierarchy``: a graph module in, the buffer
+sizes out), for callers written against that older API.
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         return PassResult(graph_module, True)
 
 
-# --------------------------------------------------------------------------- seed-era API
+# ------------------------------------------------- the standalone functions (older API)
 
 
 def _plan_graph_module(
@@ -256,7 +257,7 @@ def position_based_greedy_with_hierarchy(
 ) -> list[int]:
     """Place every planned spec of ``graph_module`` first-fit; return bufsizes per memory id.
 
-    The seed-era function, run on the C++ core through
+    The older API's function, run on the C++ core through
     :class:`~cadence_memplan.PositionBasedGreedyWithHierarchy`. Specs are collected as
     executorch 1.5.x's ``collect_specs_from_nodes`` does for upstream's
     ``collect_specs_from_graph_module``, and must already have lifetimes. ``alignment`` is
@@ -287,7 +288,7 @@ def greedy_by_size_for_offset_calculation_with_hierarchy(
 ) -> list[int]:
     """Place every planned spec of ``graph_module`` best-fit (arXiv 2001.03288); return bufsizes.
 
-    The seed-era function, run on the C++ core through
+    The older API's function, run on the C++ core through
     :class:`~cadence_memplan.GreedyWithHeuristic`; otherwise as
     :func:`position_based_greedy_with_hierarchy`.
     """

@@ -36,12 +36,13 @@ from .. import api
 
 __all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
 
-ObjectSearch = Literal["auto", "tree", "index", "scan"]
-# "tree": a tree over the shared objects finds the first free one (many tensors alive at
-# once); "index": the allocations alive with each tensor, listed (few alive at once);
-# "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the one its
+ObjectSearch = Literal["auto", "interval", "tree", "scan"]
+# The placers' occupancy vocabulary (cadence_memplan.OCCUPANCIES), for shared objects:
+# "interval": the allocations alive with each tensor, listed from an index (few alive at
+# once); "tree": a tree over the shared objects finds the first free one (many alive at
+# once); "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the one its
 # lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
-OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "tree", "index", "scan")
+OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "interval", "tree", "scan")
 
 # Beyond 2^53 bytes exir's math.ceil(nbytes / alignment) rounds through a float, which the
 # integer arithmetic of the core does not reproduce; no real tensor comes near.
