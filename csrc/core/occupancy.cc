@@ -51,6 +51,7 @@ SmallestHole SmallestHoleOf(std::vector<Segment>* segments, Size size) {
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
       best_length = length;
+      if (length == size) break;  // Nothing later is smaller or, if equal, earlier.
     }
     best.top = std::max(best.top, segment.end);
   }

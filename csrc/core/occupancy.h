@@ -72,7 +72,7 @@ class MemoryOccupancy {
 
   // For a slot of size > 0, in a memory that holds no zero-size tensor:
   // upstream's best-fit scan over the tensors alive with the slot, in
-  // (offset, insertion) order.
+  // (offset, insertion) order. `top` is only set when no hole holds the slot.
   virtual SmallestHole FindSmallestHole(Slot slot) const = 0;
 
   // False when the slot's storage at `offset` meets no tensor alive with it;

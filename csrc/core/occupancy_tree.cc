@@ -142,6 +142,8 @@ SmallestHole OccupancyTree::FindSmallestHole(const Lifetime& lifetime, Size size
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
       best_length = length;
+      // No later hole is smaller, and an equal one is not earlier.
+      if (length == size) return true;
     }
     best.top = run.end;
     return false;

@@ -33,7 +33,9 @@ namespace cadence_memplan {
 // The earliest of the smallest holes, for the best-fit placer.
 struct SmallestHole {
   Offset begin = kNoOffset;  // kNoOffset: no hole holds the size.
-  Offset top = 0;            // The end of the highest segment, 0 without any.
+  // The end of the highest segment, 0 without any; set when begin is
+  // kNoOffset (a search may stop at an exact fit, below the top).
+  Offset top = 0;
 };
 
 class OccupancyTree {
@@ -49,8 +51,9 @@ class OccupancyTree {
   // during `lifetime`: its begin, or the top when no hole below the top holds it.
   Offset LowestHole(const Lifetime& lifetime, Size size) const;
 
-  // The smallest hole of at least `size` > 0 bytes, the lowest among equals,
-  // and the top.
+  // The smallest hole of at least `size` > 0 bytes, the lowest among equals;
+  // when there is none, the top. A hole of exactly `size` ends the search,
+  // so `top` is only meaningful when `begin` is kNoOffset.
   SmallestHole FindSmallestHole(const Lifetime& lifetime, Size size) const;
 
   // Whether `segment` meets a segment taken during `lifetime`.
