@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_support import MODEL_TIMEOUT, TWO_MEMORIES, error_line, number, report_rows, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import MODEL_TIMEOUT, SMALL_CSV, TWO_MEMORIES, error_line, run
 
 import cadence_memplan
 from cadence_memplan.analysis.diff import diff_plans
@@ -459,25 +459,6 @@ def test_minimalloc_solution_round_trip(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- command line
-
-
-@pytest.fixture
-def small_csv(tmp_path: Path) -> Path:
-    path = tmp_path / "small.csv"
-    path.write_text(SMALL_CSV)
-    return path
-
-
-def report_rows(stdout: str) -> dict[str, list[str]]:
-    """The report's memory table: name -> its cells (columns as in cli/printing.HEADERS)."""
-    lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("memory ")) + 2
-    end = next(i for i, line in enumerate(lines) if line.startswith("overall peak"))
-    return {line.split()[0]: line.split() for line in lines[start:end]}
-
-
-def number(cell: str) -> int:
-    return int(cell.replace(",", ""))
 
 
 def test_cli_trace(small_csv: Path, tmp_path: Path) -> None:

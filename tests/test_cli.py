@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import PLANNING_INSTANCES
+from cli_support import CLI, MODEL_TIMEOUT, SMALL_CSV, TWO_MEMORIES, error_line, run
 
 import cadence_memplan
 from cadence_memplan import reference
@@ -28,48 +30,6 @@ from cadence_memplan.io import (
     read_minimalloc_csv,
     read_plan,
 )
-
-CLI = [sys.executable, "-m", "cadence_memplan"]
-MODEL_TIMEOUT = 300  # seconds; a model run takes about 15 s on the project's machine
-REAL_INSTANCES = Path(__file__).resolve().parents[2] / "shared/data/planning-instances"
-
-# 12 buffers on 8 steps, half-open [lower, upper) as MiniMalloc writes them.
-SMALL_CSV = """id,lower,upper,size
-a,0,3,1000
-b,1,4,3000
-c,2,6,500
-d,3,5,2000
-e,4,8,700
-f,5,7,1200
-g,0,2,64
-h,6,8,4096
-i,2,3,16
-j,7,8,100
-k,1,2,0
-l,3,8,800
-"""
-TWO_MEMORIES = "4KiB:16,1MiB:64"
-
-
-def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def error_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line the CLI prints on failure (library chatter before it is ignored)."""
-    lines = result.stderr.strip().splitlines()
-    assert lines, "nothing on stderr"
-    assert "Traceback" not in result.stderr
-    return lines[-1]
-
-
-@pytest.fixture
-def small_csv(tmp_path: Path) -> Path:
-    path = tmp_path / "small.csv"
-    path.write_text(SMALL_CSV)
-    return path
 
 
 def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_memplan.PlanResult:
@@ -201,9 +161,9 @@ def test_list_models() -> None:
     assert {"encoder", "cnn", "mlp", "synthetic"} <= set(names)
 
 
-@pytest.mark.skipif(not REAL_INSTANCES.is_dir(), reason="no shared planning instances")
+@pytest.mark.skipif(not PLANNING_INSTANCES.is_dir(), reason="no shared planning instances")
 def test_real_instance(tmp_path: Path) -> None:
-    instance = REAL_INSTANCES / "challenging" / "A.1048576.csv"
+    instance = PLANNING_INSTANCES / "challenging" / "A.1048576.csv"
     out = tmp_path / "plan.csv"
     result = run(instance, "--memory", "1MiB:1,1GiB:64", "--out", out)
     assert result.returncode == 0, result.stderr

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import PLANNING_INSTANCES
 
 import cadence_memplan
 from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
 
-# Public instances, kept outside the repository (never copy them in).
-INSTANCES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "planning-instances"
 # Planning the largest real instance takes tens of seconds; the benchmarks cover it.
 SLOW_INSTANCES = {"Y_1.csv"}
 
@@ -92,14 +91,14 @@ def test_capacity_from_filename() -> None:
 
 def instance_files() -> list[object]:
     """Each public instance; the largest are marked slow (bench/test_instances.py times them)."""
-    paths = sorted(INSTANCES.glob("*/*.csv")) if INSTANCES.is_dir() else []
+    paths = sorted(PLANNING_INSTANCES.glob("*/*.csv")) if PLANNING_INSTANCES.is_dir() else []
     return [
         pytest.param(path, marks=pytest.mark.slow) if path.name in SLOW_INSTANCES else path
         for path in paths
     ]
 
 
-@pytest.mark.skipif(not INSTANCES.is_dir(), reason=f"{INSTANCES} is not present")
+@pytest.mark.skipif(not PLANNING_INSTANCES.is_dir(), reason=f"{PLANNING_INSTANCES} is not present")
 @pytest.mark.parametrize("path", instance_files(), ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("algorithm", cadence_memplan.ALGORITHMS)
 def test_public_instances_plan_validly(path: Path, algorithm: str) -> None:
