@@ -715,6 +715,36 @@ def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["diff", "{plan}"], "the following arguments are required: B.json"),
+        (["diff", "{plan}", "missing.json"], "cannot read missing.json: No such file"),
+        (["diff", "{plan}", "{csv}"], "diff compares plan JSON files"),
+        (["diff", "{plan}", "{not_a_plan}"], "not a plan file"),
+        (["diff", "{plan}", "{broken}"], "not JSON"),
+        (["{csv}", "--trace", "trace.txt"], "--trace trace.txt: expected a file ending in .json"),
+        (["{csv}", "--trace", "no/such/folder/t.json"], "the folder no/such/folder does not"),
+        (["{csv}", "--out-minimalloc", "x.json"], "expected a file ending in .csv"),
+        (["{csv}", "--explain", "yes"], "unrecognized arguments: yes"),
+    ],
+)
+def test_cli_bad_input(small_csv: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
+    plan = tmp_path / "plan.json"
+    assert run(small_csv, "--out", plan).returncode == 0
+    not_a_plan = tmp_path / "memories.json"
+    not_a_plan.write_text('{"memories": []}')
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": ')
+    names = {"plan": plan, "csv": small_csv, "not_a_plan": not_a_plan, "broken": broken}
+    result = run(*(argument.format(**names) for argument in arguments))
+    assert result.returncode == 2
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: ")
+    assert message in line
+    assert len(result.stderr.strip().splitlines()) == 1  # argparse's errors too
+
+
 # --------------------------------------------------------------------------- best shows its work
 
 TRADE_MEMORIES = "3304:16,1MiB:64"  # best keeps 500 B more in mem1 and raises its peak
@@ -849,36 +879,3 @@ def test_best_where_upstream_placers_do_not_fit(small_csv: Path) -> None:
         )
     assert "best against upstream's position placer" not in result.stdout
     assert "plan check: valid" in result.stdout
-
-
-# ----------------------------------------------- the analysis options' errors
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (["diff", "{plan}"], "the following arguments are required: B.json"),
-        (["diff", "{plan}", "missing.json"], "cannot read missing.json: No such file"),
-        (["diff", "{plan}", "{csv}"], "diff compares plan JSON files"),
-        (["diff", "{plan}", "{not_a_plan}"], "not a plan file"),
-        (["diff", "{plan}", "{broken}"], "not JSON"),
-        (["{csv}", "--trace", "trace.txt"], "--trace trace.txt: expected a file ending in .json"),
-        (["{csv}", "--trace", "no/such/folder/t.json"], "the folder no/such/folder does not"),
-        (["{csv}", "--out-minimalloc", "x.json"], "expected a file ending in .csv"),
-        (["{csv}", "--explain", "yes"], "unrecognized arguments: yes"),
-    ],
-)
-def test_cli_bad_input(small_csv: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
-    plan = tmp_path / "plan.json"
-    assert run(small_csv, "--out", plan).returncode == 0
-    not_a_plan = tmp_path / "memories.json"
-    not_a_plan.write_text('{"memories": []}')
-    broken = tmp_path / "broken.json"
-    broken.write_text('{"format": ')
-    names = {"plan": plan, "csv": small_csv, "not_a_plan": not_a_plan, "broken": broken}
-    result = run(*(argument.format(**names) for argument in arguments))
-    assert result.returncode == 2
-    line = error_line(result)
-    assert line.startswith("cadence-memplan: error: ")
-    assert message in line
-    assert len(result.stderr.strip().splitlines()) == 1  # argparse's errors too

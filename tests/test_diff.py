@@ -58,7 +58,7 @@ def test_diff_sees_memories_sizes_and_lifetimes() -> None:
     assert [change.name for change in difference.changed] == ["t0"]
 
 
-# --------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- command line
 
 
 def test_cli_diff(small_csv: Path, tmp_path: Path) -> None:

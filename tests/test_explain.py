@@ -91,7 +91,7 @@ def test_explain_a_fragmented_memory() -> None:
     assert peak.top_rows.tolist() == [2]
 
 
-# --------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- command line
 
 
 def test_cli_explain_csv(small_csv: Path, tmp_path: Path) -> None:

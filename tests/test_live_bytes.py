@@ -55,7 +55,7 @@ def test_live_bytes_changes_match_every_node(plan: tuple[TensorTable, list[Memor
         assert memory_stats(table, len(memories))[mem_id - 1].peak_live_bytes == expected.max()
 
 
-# ---------------------------------------------------------------- one "alive"
+# --------------------------------------------------------------------------- one "alive"
 
 
 def trace_total_peak(events: list[dict[str, object]]) -> int:

@@ -121,7 +121,7 @@ def test_public_instances_plan_validly(path: Path, algorithm: str) -> None:
     assert problem is None, problem
 
 
-# ------------------------------------------------------- MiniMalloc solutions
+# --------------------------------------------------------------------------- MiniMalloc solutions
 
 
 def test_minimalloc_solution_round_trip(tmp_path: Path) -> None:

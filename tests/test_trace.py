@@ -83,7 +83,7 @@ def test_lanes_are_as_few_as_tensors_alive_at_once() -> None:
     assert lanes.tolist() == [1, 0, 0, 1, 2, 0, 2]
 
 
-# --------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- command line
 
 
 def test_cli_trace(small_csv: Path, tmp_path: Path) -> None:
