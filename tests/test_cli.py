@@ -46,7 +46,9 @@ def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_mempl
 
 
 def image_size(path: Path) -> tuple[int, int]:
-    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
+    matplotlib_image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
 
     height, width = matplotlib_image.imread(path).shape[:2]
     return width, height
@@ -241,6 +243,7 @@ def test_debug_shows_the_traceback(small_csv: Path) -> None:
 
 @pytest.mark.executorch
 def test_default_model_with_plot_plan_and_program(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
     png, out, pte = tmp_path / "map.png", tmp_path / "plan.json", tmp_path / "model.pte"
     result = run("--plot", png, "--out", out, "--pte", pte, timeout=MODEL_TIMEOUT)
     assert result.returncode == 0, result.stderr

@@ -234,7 +234,9 @@ def test_cli_rows_that_do_not_fit_and_the_first_size_keeping_all(tmp_path: Path)
 
 
 def test_cli_sweep_plot(tmp_path: Path) -> None:
-    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
+    matplotlib_image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
     instance = write(tmp_path, "against.csv", AGAINST_GROWTH_CSV)
     png = tmp_path / "sweep.png"
     result = run(
