@@ -1,6 +1,7 @@
 """Planning problems for the tests, with numpy alone: the :class:`Case` a problem is, random
-generators of them (hypothesis or ``random.Random``), the array API replay of a case, and
-the validator run on every plan a test makes.
+generators of them (hypothesis or ``random.Random``), the array API replay of a case, the
+validator run on every plan a test makes, and where MiniMalloc's public instances are
+(``PLANNING_INSTANCES``).
 
 Slots: outcomes name tensors by *slot*, the numbering of the array API's
 ``PlanResult.memory_order``: slots ``0..len(preplaced)-1`` are the already-placed tensors in
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,6 +24,10 @@ import pytest
 import cadence_memplan
 
 ALIGNMENT_CHOICES = (1, 16, 37, 64)
+
+# MiniMalloc's public instances (half-open lifetimes), beside the repository and never
+# copied into it: tests that read them skip where the folder is missing.
+PLANNING_INSTANCES = Path(__file__).resolve().parents[2] / "shared" / "data" / "planning-instances"
 
 
 # --------------------------------------------------------------------------- cases

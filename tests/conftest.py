@@ -1,8 +1,13 @@
-"""pytest setup: the shared test helpers, and what each test needs to run.
+"""pytest setup: the shared fixtures, and what each test needs to run.
 
-Helpers: tests/cases.py (planning problems, numpy only), tests/upstream_runs.py (running a
-case through upstream's classes and ours) and tests/lowered_models.py (real models through
-Cadence's compiler); the last two need torch and executorch.
+Fixtures: ``small_csv`` (tests/cli_support.py's ``SMALL_CSV`` as a file) and ``lowered``
+(the session's cache of models lowered with Cadence's compiler). Helpers are plain modules
+beside this one, imported by name, never from a ``test_*.py`` module: tests/cases.py
+(planning problems, numpy only), tests/cli_support.py (running the command line, numpy
+only), tests/plan_tables.py (planned tensor tables, numpy and hypothesis),
+tests/upstream_runs.py (running a case through upstream's classes and ours),
+tests/exir_cases.py (inputs of exir's planners) and tests/lowered_models.py (real models
+through Cadence's compiler); the last three need torch and executorch.
 
 Markers (registered in pyproject.toml, ``--strict-markers``): ``executorch`` for tests
 that need torch and executorch (their modules skip with the reason when executorch is not
@@ -20,14 +25,23 @@ import pytest
 # Make `import cases` work whatever pytest's import mode is.
 sys.path.insert(0, str(Path(__file__).parent))
 
-# Each model is lowered once per session (the slow part); every plan runs on a deep copy.
-_LOWERED_PROGRAMS: dict[str, Any] = {}
+from cli_support import SMALL_CSV
 
 
 @pytest.fixture
+def small_csv(tmp_path: Path) -> Path:
+    """tests/cli_support.py's ``SMALL_CSV``, written to a file of the test's own."""
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL_CSV)
+    return path
+
+
+@pytest.fixture(scope="session")
 def lowered() -> dict[str, Any]:
-    """Models already lowered with Cadence's compiler, by name (tests/lowered_models.py)."""
-    return _LOWERED_PROGRAMS
+    """The session's models lowered with Cadence's compiler, by name: a cache that
+    tests/lowered_models.py's ``edge_program`` fills and hands out only as deep copies
+    (lowering is the slow part; every plan then runs on a program of its own)."""
+    return {}
 
 
 EXECUTORCH_MISSING = not all(importlib.util.find_spec(name) for name in ("torch", "executorch"))

@@ -8,6 +8,7 @@ each with its dtype, shape, lifetime, incoming alignment, preset ``mem_id``, sto
 ``input_mem_buffer_sizes``. :func:`build_specs` makes the TensorSpecs once; each run gets
 a deep copy of them (which keeps the ``storage_base`` links between the copies) and a
 graph module of its own (a GraphModule's deep copy drops ``input_mem_buffer_sizes``).
+``NAMED_GREEDY_CASES`` are hand-written cases, one feature of exir's greedy each.
 
 Outcomes name specs by their index in the case, so two runs on different copies compare
 directly: :class:`Planned` (every spec's (mem_id, mem_offset, mem_obj_id), the bufsizes
@@ -110,6 +111,125 @@ class BankedCase:
 def spec(numel: int, lifetime: tuple[int | None, int | None], **fields: Any) -> SpecDescription:
     """Shorthand for the hand-written cases."""
     return SpecDescription(numel, lifetime, **fields)
+
+
+def tied(count: int, lifetime: tuple[int, int], numel: int = 32) -> list:
+    return [spec(numel, lifetime) for _ in range(count)]
+
+
+# Each case shows one feature of exir's greedy; the name says which. tests/test_exir_greedy.py
+# holds ours to exir's on each, tests/test_exir_best.py holds best to greedy.
+NAMED_GREEDY_CASES: dict[str, GreedyCase] = {
+    "no specs": GreedyCase(()),
+    "one spec": GreedyCase((spec(10, (0, 3)),)),
+    "ties, disjoint lifetimes: the later spec is visited first": GreedyCase(
+        (*tied(3, (0, 1)), *tied(3, (2, 3)))
+    ),
+    "ties, all overlapping": GreedyCase(tuple(tied(5, (0, 9)))),
+    "ties with a shuffled order": GreedyCase(
+        (spec(32, (0, 1)), spec(32, (4, 5)), spec(32, (2, 3)), spec(16, (0, 5))),
+        order=(2, 0, 3, 1),
+    ),
+    "zero sizes": GreedyCase(
+        (spec(0, (0, 5)), spec(64, (0, 2)), spec(0, (1, 1)), spec(0, (6, 7)), spec(32, (3, 4)))
+    ),
+    "zero sizes only": GreedyCase(tuple(spec(0, (i, i + 1)) for i in range(4))),
+    "touching lifetimes share a node": GreedyCase(
+        (spec(48, (0, 2)), spec(48, (2, 4)), spec(48, (4, 6)))
+    ),
+    "adjacent lifetimes reuse the object": GreedyCase(
+        (spec(48, (0, 2)), spec(48, (3, 4)), spec(16, (5, 9)))
+    ),
+    "empty lifetimes (start > end)": GreedyCase(
+        (spec(64, (5, 3)), spec(64, (4, 4)), spec(32, (9, 0)), spec(16, (1, 2)))
+    ),
+    "second pass: above the largest overlapping end, inside the object": GreedyCase(
+        (spec(256, (0, 1)), spec(64, (2, 5)), spec(64, (3, 6)), spec(64, (4, 8)))
+    ),
+    "second pass: does not fit, a new object": GreedyCase(
+        (spec(96, (0, 1)), spec(64, (2, 5)), spec(64, (3, 6)))
+    ),
+    "overlapping allocations off": GreedyCase(
+        (spec(256, (0, 1)), spec(64, (2, 5)), spec(64, (3, 6)), spec(64, (4, 8))),
+        allow_overlapping_allocations=False,
+    ),
+    "preset mem_ids, the default 1 and a gap": GreedyCase(
+        (
+            spec(64, (0, 3), mem_id=3),
+            spec(32, (0, 3)),
+            spec(32, (1, 2), mem_id=1),
+            spec(16, (0, 9), mem_id=3),
+            spec(8, (4, 5), mem_id=2),
+        )
+    ),
+    "preset mem_id 0": GreedyCase((spec(64, (0, 3), mem_id=0), spec(32, (0, 3)))),
+    "dtypes and 2-D shapes": GreedyCase(
+        (
+            spec(12, (0, 2), dtype="float32", rows=3),
+            spec(6, (1, 3), dtype="int64", rows=2),
+            spec(48, (2, 4)),
+        )
+    ),
+    "alignment 1": GreedyCase((spec(3, (0, 1)), spec(5, (1, 2)), spec(7, (2, 3))), alignment=1),
+    "alignment 24 (not a power of two)": GreedyCase(
+        (spec(30, (0, 1)), spec(10, (1, 2)), spec(50, (0, 3))), alignment=24
+    ),
+    "extra_padding": GreedyCase((spec(64, (0, 1)), spec(64, (1, 2), mem_id=2)), extra_padding=13),
+    "input_mem_buffer_sizes": GreedyCase(
+        (spec(64, (0, 1)), spec(64, (1, 2), mem_id=2), spec(16, (0, 0), mem_id=3)),
+        input_mem_buffer_sizes=(7, 100, 200),
+    ),
+    "input_mem_buffer_sizes empty": GreedyCase((spec(64, (0, 1)),), input_mem_buffer_sizes=()),
+    "input_mem_buffer_sizes and extra_padding": GreedyCase(
+        (spec(64, (0, 1)), spec(32, (0, 1))), extra_padding=5, input_mem_buffer_sizes=(0, 40)
+    ),
+    "storage-backed spec inside its base": GreedyCase(
+        (
+            spec(40, (0, 1), dtype="float32"),
+            spec(2, (0, 1), dtype="float32", storage_base=0, storage_base_offset=16),
+        ),
+        alignment=1,
+    ),
+    "storage chain, listed child first": GreedyCase(
+        (
+            spec(2, (0, 1), storage_base=1, storage_base_offset=4),
+            spec(6, (0, 1), storage_base=2, storage_base_offset=8),
+            spec(16, (0, 1)),
+            spec(16, (0, 1)),
+        ),
+        alignment=1,
+    ),
+    "storage-backed spec takes its base's mem_id": GreedyCase(
+        (
+            spec(64, (0, 4), mem_id=2),
+            spec(16, (1, 2), mem_id=3, storage_base=0, storage_base_offset=32),
+        ),
+    ),
+    "storage base that is not planned: unresolvable": GreedyCase(
+        (spec(64, (0, 4)), spec(16, (1, 2), storage_base=EXTERNAL_BASE)),
+    ),
+    "storage cycle: unresolvable": GreedyCase(
+        (spec(64, (0, 4), storage_base=1), spec(64, (1, 2), storage_base=0), spec(8, (0, 0))),
+    ),
+    "storage offset misaligned": GreedyCase(
+        (spec(64, (0, 4)), spec(16, (1, 2), storage_base=0, storage_base_offset=8)),
+    ),
+    "storage offset negative": GreedyCase(
+        (spec(64, (0, 4)), spec(16, (1, 2), storage_base=0, storage_base_offset=-16)),
+    ),
+    "storage-backed spec overruns its base": GreedyCase(
+        (spec(64, (0, 4)), spec(48, (1, 2), storage_base=0, storage_base_offset=32)),
+    ),
+    "realign reorders sizes: exir's 'not sorted' assertion": GreedyCase(
+        (spec(1, (0, 1), alignment=64), spec(40, (2, 3), alignment=1)),
+    ),
+    "alignment 0": GreedyCase((spec(64, (0, 1)), spec(32, (2, 3))), alignment=0),
+    "a spec listed twice": GreedyCase((spec(64, (0, 1)), spec(32, (2, 3))), order=(0, 1, 0)),
+    "a lifetime of None": GreedyCase((spec(64, (0, 1)), spec(32, (None, None)))),
+    "input_mem_buffer_sizes not a list": GreedyCase(
+        (spec(64, (0, 1)),), input_mem_buffer_sizes=(1, 2)
+    ),
+}
 
 
 # --------------------------------------------------------------------------- building

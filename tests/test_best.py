@@ -17,12 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cases import RandomChooser, generate_case, plan_with_array_api
+from cases import PLANNING_INSTANCES, RandomChooser, generate_case, plan_with_array_api
 
 import cadence_memplan
 from cadence_memplan.io.minimalloc import read_minimalloc_csv
-
-INSTANCES = Path(__file__).resolve().parents[2] / "shared" / "data" / "planning-instances"
 
 
 def cost(result: cadence_memplan.PlanResult, sizes: list[int] | np.ndarray) -> tuple[int, ...]:
@@ -72,10 +70,10 @@ def test_never_worse_than_upstream_on_random_cases(seed: int) -> None:
         assert cost(best, case.sizes) <= rival
 
 
-CHALLENGING = sorted((INSTANCES / "challenging").glob("*.csv"))
+CHALLENGING = sorted((PLANNING_INSTANCES / "challenging").glob("*.csv"))
 
 
-@pytest.mark.skipif(not CHALLENGING, reason=f"{INSTANCES} is not present")
+@pytest.mark.skipif(not CHALLENGING, reason=f"{PLANNING_INSTANCES} is not present")
 @pytest.mark.parametrize("path", CHALLENGING[:4], ids=lambda path: path.stem)
 def test_smaller_than_upstream_on_hard_instances(path: Path) -> None:
     """One memory as large as all buffers: the cost is the bufsize alone. MiniMalloc's

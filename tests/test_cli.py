@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import PLANNING_INSTANCES
+from cli_support import CLI, MODEL_TIMEOUT, SMALL_CSV, TWO_MEMORIES, error_line, run
 
 import cadence_memplan
 from cadence_memplan import reference
@@ -28,48 +30,6 @@ from cadence_memplan.io import (
     read_minimalloc_csv,
     read_plan,
 )
-
-CLI = [sys.executable, "-m", "cadence_memplan"]
-MODEL_TIMEOUT = 300  # seconds; a model run takes about 15 s on the project's machine
-REAL_INSTANCES = Path(__file__).resolve().parents[2] / "shared/data/planning-instances"
-
-# 12 buffers on 8 steps, half-open [lower, upper) as MiniMalloc writes them.
-SMALL_CSV = """id,lower,upper,size
-a,0,3,1000
-b,1,4,3000
-c,2,6,500
-d,3,5,2000
-e,4,8,700
-f,5,7,1200
-g,0,2,64
-h,6,8,4096
-i,2,3,16
-j,7,8,100
-k,1,2,0
-l,3,8,800
-"""
-TWO_MEMORIES = "4KiB:16,1MiB:64"
-
-
-def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def error_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line the CLI prints on failure (library chatter before it is ignored)."""
-    lines = result.stderr.strip().splitlines()
-    assert lines, "nothing on stderr"
-    assert "Traceback" not in result.stderr
-    return lines[-1]
-
-
-@pytest.fixture
-def small_csv(tmp_path: Path) -> Path:
-    path = tmp_path / "small.csv"
-    path.write_text(SMALL_CSV)
-    return path
 
 
 def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_memplan.PlanResult:
@@ -86,7 +46,9 @@ def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_mempl
 
 
 def image_size(path: Path) -> tuple[int, int]:
-    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
+    matplotlib_image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
 
     height, width = matplotlib_image.imread(path).shape[:2]
     return width, height
@@ -201,9 +163,9 @@ def test_list_models() -> None:
     assert {"encoder", "cnn", "mlp", "synthetic"} <= set(names)
 
 
-@pytest.mark.skipif(not REAL_INSTANCES.is_dir(), reason="no shared planning instances")
+@pytest.mark.skipif(not PLANNING_INSTANCES.is_dir(), reason="no shared planning instances")
 def test_real_instance(tmp_path: Path) -> None:
-    instance = REAL_INSTANCES / "challenging" / "A.1048576.csv"
+    instance = PLANNING_INSTANCES / "challenging" / "A.1048576.csv"
     out = tmp_path / "plan.csv"
     result = run(instance, "--memory", "1MiB:1,1GiB:64", "--out", out)
     assert result.returncode == 0, result.stderr
@@ -281,6 +243,7 @@ def test_debug_shows_the_traceback(small_csv: Path) -> None:
 
 @pytest.mark.executorch
 def test_default_model_with_plot_plan_and_program(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
     png, out, pte = tmp_path / "map.png", tmp_path / "plan.json", tmp_path / "model.pte"
     result = run("--plot", png, "--out", out, "--pte", pte, timeout=MODEL_TIMEOUT)
     assert result.returncode == 0, result.stderr
@@ -753,6 +716,36 @@ def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
     assert result.stderr == (
         f"cadence-memplan: warning: {path} has a header and no buffers: there is nothing to plan\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["diff", "{plan}"], "the following arguments are required: B.json"),
+        (["diff", "{plan}", "missing.json"], "cannot read missing.json: No such file"),
+        (["diff", "{plan}", "{csv}"], "diff compares plan JSON files"),
+        (["diff", "{plan}", "{not_a_plan}"], "not a plan file"),
+        (["diff", "{plan}", "{broken}"], "not JSON"),
+        (["{csv}", "--trace", "trace.txt"], "--trace trace.txt: expected a file ending in .json"),
+        (["{csv}", "--trace", "no/such/folder/t.json"], "the folder no/such/folder does not"),
+        (["{csv}", "--out-minimalloc", "x.json"], "expected a file ending in .csv"),
+        (["{csv}", "--explain", "yes"], "unrecognized arguments: yes"),
+    ],
+)
+def test_cli_bad_input(small_csv: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
+    plan = tmp_path / "plan.json"
+    assert run(small_csv, "--out", plan).returncode == 0
+    not_a_plan = tmp_path / "memories.json"
+    not_a_plan.write_text('{"memories": []}')
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": ')
+    names = {"plan": plan, "csv": small_csv, "not_a_plan": not_a_plan, "broken": broken}
+    result = run(*(argument.format(**names) for argument in arguments))
+    assert result.returncode == 2
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: ")
+    assert message in line
+    assert len(result.stderr.strip().splitlines()) == 1  # argparse's errors too
 
 
 # --------------------------------------------------------------------------- best shows its work

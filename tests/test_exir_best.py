@@ -41,6 +41,7 @@ from executorch.exir.memory_planning import greedy as exir_greedy
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.tensor import TensorSpec
 from exir_cases import (
+    NAMED_GREEDY_CASES,
     GreedyCase,
     Planned,
     Raised,
@@ -55,7 +56,6 @@ from exir_cases import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exir_greedy import NAMED_CASES
 
 import cadence_memplan
 import cadence_memplan.exir
@@ -204,7 +204,7 @@ def check_best(case: GreedyCase) -> str:
 
 BEST_NAMED_CASES = {
     name: case
-    for name, case in NAMED_CASES.items()
+    for name, case in NAMED_GREEDY_CASES.items()
     if name not in ("alignment 0", "input_mem_buffer_sizes not a list")
 }
 
@@ -387,7 +387,7 @@ def test_bad_arguments_raise_and_change_nothing(
 
 
 def test_storage_error_changes_nothing() -> None:
-    case = NAMED_CASES["storage offset misaligned"]
+    case = NAMED_GREEDY_CASES["storage offset misaligned"]
     specs = build_specs(case.specs)
     for tensor_spec in specs:
         tensor_spec.alignment = 1

@@ -10,6 +10,7 @@ a deep copy of it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -43,21 +44,29 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "transformer_encoder": ("encoder", {"layers": 2, "width": 32, "tokens": 8}),
 }
 
-_EDGE_PROGRAMS: dict[str, tuple[EdgeProgramManager, tuple[torch.Tensor, ...], Any]] = {}
+# A model's edge program (a deep copy of its own for each call), its inputs and the model.
+EdgePrograms = Callable[[str], tuple[EdgeProgramManager, tuple[torch.Tensor, ...], Any]]
 
 
-def edge_program(name: str) -> tuple[EdgeProgramManager, tuple[torch.Tensor, ...], Any]:
-    """A deep copy of the model's edge program, its inputs and the model."""
-    if name not in _EDGE_PROGRAMS:
-        zoo_name, options = MODELS[name]
-        model, inputs = build_model(zoo_name, **options)
-        exported = torch.export.export(model, inputs, strict=True)
-        _EDGE_PROGRAMS[name] = (to_edge(exported), inputs, model)
-    edge, inputs, model = _EDGE_PROGRAMS[name]
-    return copy.deepcopy(edge), inputs, model
+@pytest.fixture(scope="module")
+def edge_program() -> EdgePrograms:
+    """Each model exported and taken to edge once per module (the slow part); every call
+    returns a deep copy of its edge program, because ``to_executorch`` writes into it."""
+    programs: dict[str, tuple[EdgeProgramManager, tuple[torch.Tensor, ...], Any]] = {}
+
+    def copy_of(name: str) -> tuple[EdgeProgramManager, tuple[torch.Tensor, ...], Any]:
+        if name not in programs:
+            zoo_name, options = MODELS[name]
+            model, inputs = build_model(zoo_name, **options)
+            exported = torch.export.export(model, inputs, strict=True)
+            programs[name] = (to_edge(exported), inputs, model)
+        edge, inputs, model = programs[name]
+        return copy.deepcopy(edge), inputs, model
+
+    return copy_of
 
 
-def pte(name: str, config: ExecutorchBackendConfig) -> bytes:
+def pte(edge_program: EdgePrograms, name: str, config: ExecutorchBackendConfig) -> bytes:
     edge, _, _ = edge_program(name)
     return bytes(edge.to_executorch(config).buffer)
 
@@ -118,10 +127,10 @@ def config(memory_planning_pass: MemoryPlanningPass | None) -> ExecutorchBackend
 
 @pytest.mark.parametrize("pair", PASS_PAIRS)
 @pytest.mark.parametrize("model", MODELS)
-def test_same_pte_as_exir(model: str, pair: str) -> None:
+def test_same_pte_as_exir(model: str, pair: str, edge_program: EdgePrograms) -> None:
     exir_pass, our_pass = PASS_PAIRS[pair]
-    exir_bytes = pte(model, config(exir_pass()))
-    our_bytes = pte(model, config(our_pass()))
+    exir_bytes = pte(edge_program, model, config(exir_pass()))
+    our_bytes = pte(edge_program, model, config(our_pass()))
     assert len(exir_bytes) > 0
     assert our_bytes == exir_bytes
 
@@ -133,20 +142,20 @@ def two_banks(fast: int) -> TargetMemoryMap:
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_same_pte_as_exir_banked(model: str) -> None:
+def test_same_pte_as_exir_banked(model: str, edge_program: EdgePrograms) -> None:
     """exir's banked_memory_planning_pass and the same pass with our BankedGreedy, on a fast
     bank too small for everything (so buffers spill to the slow one)."""
     target = two_banks(4 << 10)
     edge, _, _ = edge_program(model)
     exir_program = edge.to_executorch(config(banked_memory_planning_pass(target)))
     ours = suite_pass(cadence_memplan.exir.BankedGreedy(target))
-    our_bytes = pte(model, config(ours))
+    our_bytes = pte(edge_program, model, config(ours))
     assert our_bytes == bytes(exir_program.buffer)
     mem_ids = planned_mem_ids(exir_program.exported_program().graph_module)
     assert {1, 2} <= set(mem_ids), f"the target does not make {model} spill: {set(mem_ids)}"
 
 
-def test_our_program_runs_on_the_portable_runtime() -> None:
+def test_our_program_runs_on_the_portable_runtime(edge_program: EdgePrograms) -> None:
     """The program planned by ours loads and computes what the eager model computes."""
     runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
     edge, inputs, model = edge_program("transformer_encoder")

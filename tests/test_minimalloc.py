@@ -1,4 +1,6 @@
-"""cadence_memplan.io.minimalloc: reading MiniMalloc CSV instances, and planning the real ones."""
+"""cadence_memplan.io.minimalloc: reading MiniMalloc CSV instances, planning the real ones,
+and writing solutions (``--out-minimalloc``, one file per memory) that read back into the
+plan's own placements."""
 
 from __future__ import annotations
 
@@ -6,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import PLANNING_INSTANCES
+from cli_support import run
 
 import cadence_memplan
+from cadence_memplan.io import read_plan, write_minimalloc_solution
 from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
 
-# Public instances, kept outside the repository (never copy them in).
-INSTANCES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "planning-instances"
 # Planning the largest real instance takes tens of seconds; the benchmarks cover it.
 SLOW_INSTANCES = {"Y_1.csv"}
 
@@ -92,14 +95,14 @@ def test_capacity_from_filename() -> None:
 
 def instance_files() -> list[object]:
     """Each public instance; the largest are marked slow (bench/test_instances.py times them)."""
-    paths = sorted(INSTANCES.glob("*/*.csv")) if INSTANCES.is_dir() else []
+    paths = sorted(PLANNING_INSTANCES.glob("*/*.csv")) if PLANNING_INSTANCES.is_dir() else []
     return [
         pytest.param(path, marks=pytest.mark.slow) if path.name in SLOW_INSTANCES else path
         for path in paths
     ]
 
 
-@pytest.mark.skipif(not INSTANCES.is_dir(), reason=f"{INSTANCES} is not present")
+@pytest.mark.skipif(not PLANNING_INSTANCES.is_dir(), reason=f"{PLANNING_INSTANCES} is not present")
 @pytest.mark.parametrize("path", instance_files(), ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("algorithm", cadence_memplan.ALGORITHMS)
 def test_public_instances_plan_validly(path: Path, algorithm: str) -> None:
@@ -116,3 +119,55 @@ def test_public_instances_plan_validly(path: Path, algorithm: str) -> None:
         *instance[1:], result.mem_ids, result.offsets, memory_sizes, alignments
     )
     assert problem is None, problem
+
+
+# --------------------------------------------------------------------------- MiniMalloc solutions
+
+
+def test_minimalloc_solution_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "solution.csv"
+    ids = ["b1", "b2", "b3"]
+    starts, ends = np.array([0, 3, 0]), np.array([2, 8, 20])
+    sizes, offsets = np.array([4, 4, 4]), np.array([0, 0, 4])
+    write_minimalloc_solution(path, ids, starts, ends, sizes, offsets)
+    assert path.read_text().splitlines()[:2] == ["id,lower,upper,size,offset", "b1,0,3,4,0"]
+    instance = read_minimalloc_csv(path)
+    assert instance.ids.tolist() == ids
+    np.testing.assert_array_equal(instance.starts, starts)
+    np.testing.assert_array_equal(instance.ends, ends)
+    np.testing.assert_array_equal(instance.sizes, sizes)
+    with pytest.raises(ValueError, match="buffer 'x' is never alive"):
+        write_minimalloc_solution(path, ["x"], np.array([3]), np.array([2]), sizes[:1], offsets[:1])
+
+
+def test_cli_out_minimalloc_round_trip(small_csv: Path, tmp_path: Path) -> None:
+    """One file per memory of a hierarchy, each read back by io/minimalloc.py's reader
+    into the plan's own placements."""
+    out, plan = tmp_path / "solution.csv", tmp_path / "plan.json"
+    result = run(small_csv, "--memory", "small=4KiB:16,big=1MiB:64", "--out-minimalloc", out,
+                 "--out", plan)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    table = read_plan(plan)
+    instance = read_minimalloc_csv(small_csv)
+    seen = []
+    for mem_id, name in enumerate(["small", "big"], start=1):
+        path = tmp_path / f"solution-{name}.csv"
+        assert f"wrote MiniMalloc solution: {path} (memory {name}" in result.stdout
+        solution = read_minimalloc_csv(path)
+        header = path.read_text().splitlines()[0]
+        assert header == "id,lower,upper,size,offset"
+        offsets = [int(line.split(",")[4]) for line in path.read_text().splitlines()[1:]]
+        rows = [table.labels.index(buffer_id) for buffer_id in solution.ids.tolist()]
+        assert (table.mem_ids[rows] == mem_id).all()
+        np.testing.assert_array_equal(table.offsets[rows], offsets)
+        original = [instance.ids.tolist().index(buffer_id) for buffer_id in solution.ids]
+        np.testing.assert_array_equal(solution.starts, instance.starts[original])
+        np.testing.assert_array_equal(solution.ends, instance.ends[original])
+        np.testing.assert_array_equal(solution.sizes, instance.sizes[original])
+        seen += solution.ids.tolist()
+    assert sorted(seen) == sorted(instance.ids.tolist())
+    # One memory: the file is written where asked, and reads back as the instance.
+    single = tmp_path / "single.csv"
+    result = run(small_csv, "--memory", "1MiB:1", "--out-minimalloc", single)
+    assert result.returncode == 0, result.stderr
+    assert read_minimalloc_csv(single).ids.tolist() == instance.ids.tolist()

@@ -96,14 +96,25 @@ CASES = [(name, lowering) for name in MODELS for lowering in ("cadence", "exir")
     ("mutable-buffer", "exir"),
     ("cond", "exir"),  # Cadence's passes do not take control flow
 ]
-_LOWERED: dict[tuple[str, str], EdgeProgramManager] = {}
+# A model lowered in one way, as a deep copy of its own for each call.
+Lowered = Callable[[str, str], EdgeProgramManager]
 
 
-def lowered(name: str, lowering: str) -> EdgeProgramManager:
-    if (name, lowering) not in _LOWERED:
-        model, inputs = build(name)
-        _LOWERED[name, lowering] = lower_exported(export_model(model, inputs, lowering), lowering)
-    return copy.deepcopy(_LOWERED[name, lowering])
+@pytest.fixture(scope="module")
+def lowered_program() -> Lowered:
+    """Each (model, lowering) lowered once per module (the slow part); every call returns
+    a deep copy, because planning writes into the program it is given."""
+    programs: dict[tuple[str, str], EdgeProgramManager] = {}
+
+    def copy_of(name: str, lowering: str) -> EdgeProgramManager:
+        if (name, lowering) not in programs:
+            model, inputs = build(name)
+            programs[name, lowering] = lower_exported(
+                export_model(model, inputs, lowering), lowering
+            )
+        return copy.deepcopy(programs[name, lowering])
+
+    return copy_of
 
 
 def case_id(case: tuple[str, str]) -> str:
@@ -116,7 +127,7 @@ def case_id(case: tuple[str, str]) -> str:
 @pytest.mark.parametrize("mem_algo", [0, 1], ids=["position", "heuristic"])
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_same_program_as_upstreams_pass(
-    case: tuple[str, str], mem_algo: int, monkeypatch: pytest.MonkeyPatch
+    case: tuple[str, str], mem_algo: int, monkeypatch: pytest.MonkeyPatch, lowered_program: Lowered
 ) -> None:
     name, lowering = case
     fast_runs: list[int] = []
@@ -133,7 +144,7 @@ def test_same_program_as_upstreams_pass(
         ("ours", CadenceMemoryPlanning),
     ):
         planning = planner(get_default_memory_config(), CompileMode.DEFAULT, mem_algo)
-        program = lowered(name, lowering).to_executorch(backend_config(lowering, planning))
+        program = lowered_program(name, lowering).to_executorch(backend_config(lowering, planning))
         programs[label] = bytes(program.buffer)
     assert programs["ours"] == programs["upstream"]
     # Graphs with control flow take upstream's run(); every other graph the fast one.
@@ -162,10 +173,14 @@ def at_planning(
         edge.to_executorch(backend_config(lowering, Stop()))
 
 
-def planning_input(name: str, lowering: str) -> tuple[torch.fx.GraphModule, Any]:
+def planning_input(
+    lowered_program: Lowered, name: str, lowering: str
+) -> tuple[torch.fx.GraphModule, Any]:
     """The graph module and signature our pass receives for a model, before it runs."""
     captured: list[Any] = []
-    at_planning(lowered(name, lowering), lowering, lambda *received: captured.extend(received))
+    at_planning(
+        lowered_program(name, lowering), lowering, lambda *received: captured.extend(received)
+    )
     graph_module, signature = captured
     return graph_module, signature
 
@@ -193,7 +208,7 @@ def lifetimes(graph_module: torch.fx.GraphModule) -> list[tuple[str, int, Any, A
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] != "cond"], ids=case_id)
-def test_lifetimes_are_exirs(case: tuple[str, str]) -> None:
+def test_lifetimes_are_exirs(case: tuple[str, str], lowered_program: Lowered) -> None:
     name, lowering = case
     results: dict[str, Any] = {}
 
@@ -210,8 +225,8 @@ def test_lifetimes_are_exirs(case: tuple[str, str]) -> None:
             n for n in graph_module.graph.nodes if _is_mutable_buffer(n, signature)
         ]
 
-    at_planning(lowered(name, lowering), lowering, exirs)
-    at_planning(lowered(name, lowering), lowering, ours)
+    at_planning(lowered_program(name, lowering), lowering, exirs)
+    at_planning(lowered_program(name, lowering), lowering, ours)
     assert results["ours"] == results["exir"]
     assert results["ours"] != results["before"]  # lifetimes were computed, not found
     if name == "mutable-buffer":  # the paths only this model takes were taken
@@ -219,8 +234,8 @@ def test_lifetimes_are_exirs(case: tuple[str, str]) -> None:
         assert results["mutable"]
 
 
-def test_signature_maps_are_the_signatures() -> None:
-    _, signature = planning_input("mutable-buffer", "exir")
+def test_signature_maps_are_the_signatures(lowered_program: Lowered) -> None:
+    _, signature = planning_input(lowered_program, "mutable-buffer", "exir")
     with_maps = signature_with_maps(signature)
     assert with_maps is not signature
     assert dict(with_maps.inputs_to_buffers) == dict(signature.inputs_to_buffers) != {}
@@ -234,7 +249,9 @@ def test_signature_maps_are_the_signatures() -> None:
 # --------------------------------------------------------------------------- the graph's code
 
 
-def test_the_pass_never_regenerates_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pass_never_regenerates_the_code(
+    monkeypatch: pytest.MonkeyPatch, lowered_program: Lowered
+) -> None:
     """Upstream's pass recompiles the graph module about ten times; ours not once, and the
     program's code is the graph's afterwards (to_executorch regenerates it)."""
     recompiles: dict[str, int] = {}
@@ -263,7 +280,9 @@ def test_the_pass_never_regenerates_the_code(monkeypatch: pytest.MonkeyPatch) ->
         ("ours", CadenceMemoryPlanning),
     ):
         planning = Counting(planner(get_default_memory_config(), CompileMode.DEFAULT, 0), label)
-        program = lowered("cnn", "cadence").to_executorch(backend_config("cadence", planning))
+        program = lowered_program("cnn", "cadence").to_executorch(
+            backend_config("cadence", planning)
+        )
     assert recompiles.get("upstream", 0) >= 5
     assert recompiles.get("ours", 0) == 0
     graph_module = program.exported_program().graph_module
@@ -271,10 +290,10 @@ def test_the_pass_never_regenerates_the_code(monkeypatch: pytest.MonkeyPatch) ->
     assert "_cat_nop" in graph_module.code
 
 
-def test_the_pass_on_its_own_leaves_code_that_follows_the_graph() -> None:
+def test_the_pass_on_its_own_leaves_code_that_follows_the_graph(lowered_program: Lowered) -> None:
     """Called directly (not in to_executorch), the pass's retargeted nops show in the code
     the next time it is read."""
-    graph_module, signature = planning_input("cnn", "cadence")
+    graph_module, signature = planning_input(lowered_program, "cnn", "cadence")
     assert "_cat_nop" not in graph_module.code
     planning = CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, 1)
     planning.run(graph_module, signature)
@@ -387,10 +406,10 @@ def test_dead_code_goes_as_in_upstreams_pass() -> None:
     assert not any("mul" in target for _, target, *_ in results["ours"])
 
 
-def test_views_run_their_guards_after_the_pass() -> None:
+def test_views_run_their_guards_after_the_pass(lowered_program: Lowered) -> None:
     """Views skip their guards inside our pass and run them once after it: a view made
     incompatible with its base fails there as it fails in upstream's pass."""
-    graph_module, signature = planning_input("encoder", "cadence")
+    graph_module, signature = planning_input(lowered_program, "encoder", "cadence")
     CadenceMemoryPlanning(get_default_memory_config(), CompileMode.DEFAULT, 0).run(
         graph_module, signature
     )
@@ -399,7 +418,7 @@ def test_views_run_their_guards_after_the_pass() -> None:
     assert not any(object.__getattribute__(view, "_unguarded_access") for view in views)
 
     for planner in (UpstreamCadenceMemoryPlanning, CadenceMemoryPlanning):
-        graph_module, signature = planning_input("encoder", "cadence")
+        graph_module, signature = planning_input(lowered_program, "encoder", "cadence")
         view = views_of(graph_module)[0]
         view.shape = [*view.shape, 1]  # one more dimension than when it was made
         planning = planner(get_default_memory_config(), CompileMode.DEFAULT, 0)
@@ -424,9 +443,9 @@ def spec_states(graph_module: torch.fx.GraphModule) -> dict[int, tuple[Any, ...]
     return states
 
 
-def test_a_failed_plan_puts_back_every_spec_views_included() -> None:
+def test_a_failed_plan_puts_back_every_spec_views_included(lowered_program: Lowered) -> None:
     """The encoder has memory.view nodes, whose specs keep their fields in their bases."""
-    graph_module, signature = planning_input("encoder", "cadence")
+    graph_module, signature = planning_input(lowered_program, "encoder", "cadence")
     assert views_of(graph_module)
     before = spec_states(graph_module)
     planning = CadenceMemoryPlanning(

@@ -10,10 +10,10 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import PLANNING_INSTANCES
 
 import cadence_memplan
 from cadence_memplan.synthetic import synthetic_graph
@@ -58,14 +58,7 @@ def test_ctrl_c_interrupts_a_long_plan():
     assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
 
 
-HARD_INSTANCE = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "planning-instances"
-    / "challenging"
-    / "D.1048576.csv"
-)
+HARD_INSTANCE = PLANNING_INSTANCES / "challenging" / "D.1048576.csv"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child on Windows")

@@ -8,12 +8,11 @@ growth against a case built to have one.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_support import SMALL_CSV, run
 
 import cadence_memplan
 from cadence_memplan.analysis.sweep import (
@@ -27,8 +26,6 @@ from cadence_memplan.analysis.sweep import (
 )
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv
 
-CLI = [sys.executable, "-m", "cadence_memplan"]
-
 # Position-based first fit places the largest tensor first. While memory 1 is smaller
 # than A, B and C (never alive together) share it: 12 bytes. From 10 bytes A takes it,
 # B and C overlap A in time and go to memory 2: memory 1 holds 10 bytes, fewer than 12.
@@ -39,23 +36,12 @@ C,1,2,6
 """
 AGAINST_GROWTH_MEMORIES = "fast=6:1,slow=1KiB:1"
 
-SMALL_CSV = """id,lower,upper,size
-a,0,3,1000
-b,1,4,3000
-c,2,6,500
-d,3,5,2000
-e,4,8,700
-f,5,7,1200
-g,0,2,64
-h,6,8,4096
-l,3,8,800
-"""
-
-
-def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=timeout, check=False
-    )
+# The command line's small instance without buffers i, j and k.
+SWEEP_CSV = "".join(
+    line
+    for line in SMALL_CSV.splitlines(keepends=True)
+    if line.split(",")[0] not in {"i", "j", "k"}
+)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -116,7 +102,7 @@ def test_memory_by_name_or_id() -> None:
 
 @pytest.mark.parametrize("algorithm", ["position", "heuristic", "best"])
 def test_rows_match_direct_plans(tmp_path: Path, algorithm: str) -> None:
-    instance = read_minimalloc_csv(write(tmp_path, "small.csv", SMALL_CSV))
+    instance = read_minimalloc_csv(write(tmp_path, "small.csv", SWEEP_CSV))
     memories = parse_memory_spec("fast=1KiB:16,near=3KiB:16,far=4KiB:16")
     sizes = parse_sweep_sizes("64:9KiB:23")
     planner = arrays_planner(instance.starts, instance.ends, instance.sizes, algorithm)
@@ -214,7 +200,7 @@ def test_cli_csv_rows_and_marks(tmp_path: Path) -> None:
 
 
 def test_cli_rows_that_do_not_fit_and_the_first_size_keeping_all(tmp_path: Path) -> None:
-    instance = write(tmp_path, "small.csv", SMALL_CSV)
+    instance = write(tmp_path, "small.csv", SWEEP_CSV)
     out = tmp_path / "sweep.csv"
     result = run(
         "sweep", instance, "--memory", "fast=1KiB:16,far=4KiB:16", "--vary", "far",
@@ -248,7 +234,9 @@ def test_cli_rows_that_do_not_fit_and_the_first_size_keeping_all(tmp_path: Path)
 
 
 def test_cli_sweep_plot(tmp_path: Path) -> None:
-    matplotlib_image = pytest.importorskip("matplotlib.image", reason="needs matplotlib")
+    matplotlib_image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
     instance = write(tmp_path, "against.csv", AGAINST_GROWTH_CSV)
     png = tmp_path / "sweep.png"
     result = run(
@@ -275,7 +263,7 @@ def test_cli_sweep_plot(tmp_path: Path) -> None:
     ],
 )
 def test_cli_usage_errors(tmp_path: Path, arguments: list[str], message: str) -> None:
-    instance = write(tmp_path, "small.csv", SMALL_CSV)
+    instance = write(tmp_path, "small.csv", SWEEP_CSV)
     result = run("sweep", instance, *arguments)
     assert result.returncode == 2, result.stdout
     lines = result.stderr.strip().splitlines()
