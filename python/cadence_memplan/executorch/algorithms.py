@@ -13,7 +13,6 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from itertools import chain
 from operator import attrgetter
@@ -32,7 +31,7 @@ from executorch.exir.tensor import TensorSpec
 from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, PlanResult, Preplaced
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
-from ..exir.planners import _element_size, _gc_paused, _int64, _NotExact
+from ..exir.planners import _gc_paused, _int64, _NotExact, _sized_lifetimes
 
 __all__ = [
     "BestOfHierarchy",
@@ -40,17 +39,6 @@ __all__ = [
     "PositionBasedGreedyWithHierarchy",
     "check_memory_config",
 ]
-
-
-# exir's TensorSpec.allocated_memory rounds through a float above 2^53 bytes; below, the
-# integer arithmetic of _read_exact_specs gives the same value.
-_EXACT_LIMIT = 1 << 53
-# What TensorSpec.allocated_memory reads (`scalar_type` is what its `dtype` returns).
-_lifetime = attrgetter("lifetime")
-_shape = attrgetter("shape")
-_scalar_type = attrgetter("scalar_type")
-_alignment = attrgetter("alignment")
-_mem_offset = attrgetter("mem_offset")
 
 
 _SPECS_HASH_BY_IDENTITY = (
@@ -71,25 +59,12 @@ def _read_exact_specs(specs: list[TensorSpec], unset_offset: int | None) -> _Spe
     """Every attribute in one pass, ``allocated_memory`` computed as exir does but on
     arrays; an unset mem_offset becomes ``unset_offset``. Raises _NotExact for anything
     but plain TensorSpecs of exact int fields."""
-    if not set(map(type, specs)) <= {TensorSpec}:
-        raise _NotExact  # A subclass may size itself differently.
-    count = len(specs)
-    if not count:
+    if not specs:
         empty = np.zeros(0, dtype=np.int64)
         return _SpecArrays(empty, empty, empty, empty)
-    # One map per attribute: C loops that build no tuple per spec.
-    lifetimes = list(map(_lifetime, specs))
-    dtypes = list(map(_scalar_type, specs))
-    offsets = list(map(_mem_offset, specs))
     try:
-        if set(map(len, lifetimes)) != {2}:
-            raise _NotExact
-        lifetime_array = _int64(chain.from_iterable(lifetimes))
-        element_sizes = {dtype: _element_size(dtype) for dtype in set(dtypes)}
-        nbytes = _int64(map(math.prod, map(_shape, specs))) * _int64(
-            map(element_sizes.__getitem__, dtypes)
-        )
-        alignment_array = _int64(map(_alignment, specs))
+        sized = _sized_lifetimes(specs)
+        offsets = list(map(attrgetter("mem_offset"), specs))
         if None in offsets:
             if unset_offset is None:
                 raise _NotExact
@@ -97,15 +72,7 @@ def _read_exact_specs(specs: list[TensorSpec], unset_offset: int | None) -> _Spe
         offset_array = _int64(offsets)
     except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
         raise _NotExact from error
-    if (
-        nbytes.min() < 0
-        or nbytes.max() >= _EXACT_LIMIT
-        or alignment_array.min() < 1
-        or alignment_array.max() >= _EXACT_LIMIT
-    ):
-        raise _NotExact
-    sizes = -(-nbytes // alignment_array) * alignment_array
-    return _SpecArrays(lifetime_array[0::2], lifetime_array[1::2], sizes, offset_array)
+    return _SpecArrays(sized.starts, sized.ends, sized.allocated, offset_array)
 
 
 def _read_specs(specs: list[TensorSpec], what: str, unset_offset: int | None) -> _SpecArrays:

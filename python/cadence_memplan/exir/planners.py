@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -51,8 +51,6 @@ _MAX_MEM_ID = 1 << 20
 _EMPTY = np.zeros(0, dtype=np.int64)
 _logger = logging.getLogger(__name__)
 
-# `scalar_type` is what TensorSpec.dtype returns, without the property call.
-_read_fields = attrgetter("lifetime", "shape", "scalar_type", "alignment", "mem_id", "storage_base")
 _element_sizes: dict[torch.dtype, int] = {}
 # What exir's num_bytes_from_shape_and_dtype multiplies by (untyped in torch).
 _torch_element_size: Callable[[torch.dtype], int] = torch._utils._element_size
@@ -118,31 +116,52 @@ def _read_specs(specs: list[TensorSpec]) -> _Specs:
         raise _NotExact from error  # exir raises its own error, or copes
 
 
-def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
-    count = len(specs)
+class _SizedLifetimes(NamedTuple):
+    """Plain TensorSpecs' lifetimes, exir's ``nbytes``, and ``allocated_memory`` (``nbytes``
+    rounded up to the spec's alignment), as exact int64."""
+
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    nbytes: npt.NDArray[np.int64]
+    allocated: npt.NDArray[np.int64]
+
+
+def _sized_lifetimes(specs: list[TensorSpec]) -> _SizedLifetimes:
+    """What both spec readers (exir's planners, Cadence's drop-in placers) take from a
+    non-empty list of specs. Raises _NotExact for anything but plain TensorSpecs whose
+    values the arrays carry exactly; a field of the wrong type raises what reading it
+    raises (TypeError, ...), which the callers turn into _NotExact."""
     if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
-    tensors = api.exir_tensors(count)
-    if not count:
-        return _Specs(specs, tensors)
     # One C-level map per attribute: no tuple per spec for the collector to track.
     lifetimes = list(map(attrgetter("lifetime"), specs))
     if set(map(len, lifetimes)) != {2}:
         raise _NotExact
     lifetime_array = _int64(chain.from_iterable(lifetimes))
+    # `scalar_type` is what TensorSpec.dtype returns, without the property call.
     dtypes = list(map(attrgetter("scalar_type"), specs))
     element_sizes = {dtype: _element_size(dtype) for dtype in set(dtypes)}
     nbytes = _int64(map(math.prod, map(attrgetter("shape"), specs))) * _int64(
         map(element_sizes.__getitem__, dtypes)
     )
-    old_alignments = _int64(map(attrgetter("alignment"), specs))
+    alignments = _int64(map(attrgetter("alignment"), specs))
     if (
         nbytes.min() < 0
         or nbytes.max() >= _EXACT_LIMIT
-        or old_alignments.min() < 1
-        or old_alignments.max() >= _EXACT_LIMIT
+        or alignments.min() < 1
+        or alignments.max() >= _EXACT_LIMIT
     ):
         raise _NotExact
+    allocated = -(-nbytes // alignments) * alignments
+    return _SizedLifetimes(lifetime_array[0::2], lifetime_array[1::2], nbytes, allocated)
+
+
+def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
+    count = len(specs)
+    tensors = api.exir_tensors(count)
+    if not count:
+        return _Specs(specs, tensors)
+    sized = _sized_lifetimes(specs)
     # exir_tensors' defaults stand for unset mem_ids (memory 1, not pinned) and storage bases.
     mem_ids = list(map(attrgetter("mem_id"), specs))
     if mem_ids.count(None) != count:
@@ -171,10 +190,10 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     by_identity = TensorSpec.__hash__ is object.__hash__ and TensorSpec.__eq__ is object.__eq__
     if len(set(specs) if by_identity else set(map(id, specs))) != count:
         raise _NotExact  # exir visits a repeated spec twice, then fails its own count.
-    tensors["lifetime"]["start"] = lifetime_array[0::2]
-    tensors["lifetime"]["end"] = lifetime_array[1::2]
-    tensors["sort_size"] = -(-nbytes // old_alignments) * old_alignments  # before realign
-    tensors["nbytes"] = nbytes
+    tensors["lifetime"]["start"] = sized.starts
+    tensors["lifetime"]["end"] = sized.ends
+    tensors["sort_size"] = sized.allocated  # before realign
+    tensors["nbytes"] = sized.nbytes
     return _Specs(specs, tensors)
 
 
