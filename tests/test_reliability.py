@@ -28,6 +28,21 @@ def run_python(code: str, **kwargs) -> subprocess.Popen:
     )
 
 
+def assert_ctrl_c_stops(child: subprocess.Popen, settle_seconds: float) -> None:
+    """Ctrl-C, ``settle_seconds`` after the child says "planning", makes it print
+    "interrupted" and exit 0 within seconds."""
+    assert child.stdout.readline().strip() == "planning"
+    time.sleep(settle_seconds)
+    signalled = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=60)
+    reaction = time.monotonic() - signalled
+    assert output.strip() == "interrupted"
+    assert child.returncode == 0
+    # Generous against a loaded CI machine; the core polls every few milliseconds.
+    assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child on Windows")
 def test_ctrl_c_interrupts_a_long_plan():
     # Three million tensors take tens of seconds to plan here; Ctrl-C must not wait for that.
@@ -46,16 +61,7 @@ def test_ctrl_c_interrupts_a_long_plan():
         print("finished", flush=True)
         """
     )
-    assert child.stdout.readline().strip() == "planning"
-    time.sleep(0.5)  # Let it get into the core.
-    signalled = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    output, _ = child.communicate(timeout=60)
-    reaction = time.monotonic() - signalled
-    assert output.strip() == "interrupted"
-    assert child.returncode == 0
-    # Generous against a loaded CI machine; the core polls every few milliseconds.
-    assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
+    assert_ctrl_c_stops(child, settle_seconds=0.5)  # Let it get into the core.
 
 
 HARD_INSTANCE = PLANNING_INSTANCES / "challenging" / "D.1048576.csv"
@@ -83,16 +89,7 @@ def test_ctrl_c_interrupts_the_exact_search():
         print("finished", flush=True)
         """
     )
-    assert child.stdout.readline().strip() == "planning"
-    time.sleep(1.0)  # Past the portfolio, into the exact search.
-    signalled = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    output, _ = child.communicate(timeout=60)
-    reaction = time.monotonic() - signalled
-    assert output.strip() == "interrupted"
-    assert child.returncode == 0
-    # The search polls every ten milliseconds; generous against a loaded machine.
-    assert reaction < 5, f"took {reaction:.1f} s to react to Ctrl-C"
+    assert_ctrl_c_stops(child, settle_seconds=1.0)  # Past the portfolio, into the search.
 
 
 def plan_graph(seed: int, algorithm: str) -> cadence_memplan.PlanResult:
