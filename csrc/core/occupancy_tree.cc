@@ -20,20 +20,9 @@ void ForCanonicalNodes(int64_t leaf_count, int64_t first, int64_t last, Visit&& 
   }
 }
 
-// Restores the min-heap order by head begin of cursors[0..count) after the
-// root's head moved up.
-template <typename Cursor>
-void SiftDown(Cursor* cursors, size_t count) {
-  const Cursor moving = cursors[0];
-  size_t at = 0;
-  for (size_t child = 1; child < count; child = 2 * at + 1) {
-    if (child + 1 < count && cursors[child + 1].begin < cursors[child].begin) ++child;
-    if (moving.begin <= cursors[child].begin) break;
-    cursors[at] = cursors[child];
-    at = child;
-  }
-  cursors[at] = moving;
-}
+// The head of an exhausted list: above every segment's begin, since a
+// segment's storage ends within its memory.
+constexpr Offset kExhausted = std::numeric_limits<Offset>::max();
 
 }  // namespace
 
@@ -86,38 +75,66 @@ void OccupancyTree::GatherLists(const Lifetime& lifetime) const {
 
 template <typename Visit>
 void OccupancyTree::VisitUnion(Visit&& visit) const {
-  // A merge of the few sorted lists by begin, over a min-heap of their heads.
-  // The list at the top swallows, in a row, its segments that begin inside
-  // the current run, so the heap moves once per list and run, not per segment.
-  cursors_.clear();
-  for (const SegmentList* list : lists_) {
-    const Segment* first = list->data();
-    cursors_.push_back({first->begin, first, first + list->size()});
+  // A merge of the few sorted lists by begin, over a tournament tree of their
+  // heads that keeps the loser at each node: when the winner's head moves, it
+  // climbs its leaf's path with one comparison and one swap per level, and
+  // no branch (a heap's sift-down mispredicts about once per level). The
+  // winning list swallows, in a row, its segments that begin inside the
+  // current run, so the tree moves once per list and run, not per segment.
+  const uint32_t count = static_cast<uint32_t>(lists_.size());
+  if (count == 0) return;
+  uint32_t width = 1;  // Leaves: a power of two; those past `count` stay exhausted.
+  while (width < count) width *= 2;
+  cursors_.resize(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const Segment* first = lists_[i]->data();
+    cursors_[i] = {first, first + lists_[i]->size()};
   }
-  size_t live = cursors_.size();
-  if (live == 0) return;
-  std::make_heap(cursors_.begin(), cursors_.end(),
-                 [](const Cursor& a, const Cursor& b) { return a.begin > b.begin; });
-  Cursor* heap = cursors_.data();
-  Segment run{heap[0].begin, heap[0].begin};
-  while (live > 0) {
-    Cursor& top = heap[0];
-    if (top.begin > run.end) {
+  // Built bottom-up: node v's winner moves on to its parent, its loser stays.
+  // Node 1 is the root, leaf i is node width + i.
+  winners_.resize(2 * width);
+  losers_.resize(width);
+  for (uint32_t i = 0; i < width; ++i) {
+    winners_[width + i] = {i < count ? cursors_[i].next->begin : kExhausted, i};
+  }
+  for (uint32_t v = width - 1; v >= 1; --v) {
+    const Head& left = winners_[2 * v];
+    const Head& right = winners_[2 * v + 1];
+    const bool left_wins = left.begin <= right.begin;
+    winners_[v] = left_wins ? left : right;
+    losers_[v] = left_wins ? right : left;
+  }
+  Head* losers = losers_.data();
+  Head winner = winners_[1];
+
+  Segment run{winner.begin, winner.begin};
+  while (winner.begin != kExhausted) {
+    if (winner.begin > run.end) {
       if (visit(run)) return;
-      run = {top.begin, top.begin};
+      run = {winner.begin, winner.begin};
     }
-    const Segment* next = top.next;
+    Cursor& cursor = cursors_[winner.list];
+    const Segment* next = cursor.next;
     do {
       run.end = std::max(run.end, next->end);
       ++next;
-    } while (next != top.end && next->begin <= run.end);
-    if (next == top.end) {
-      top = heap[--live];
-    } else {
-      top.next = next;
-      top.begin = next->begin;
+    } while (next != cursor.end && next->begin <= run.end);
+    cursor.next = next;
+    // The swap is a coin toss, so it is done with masks: compilers turn a
+    // conditional swap of two fields into a branch.
+    Offset begin = next == cursor.end ? kExhausted : next->begin;
+    uint32_t list = winner.list;
+    for (uint32_t v = (width + list) / 2; v >= 1; v /= 2) {
+      Head& loser = losers[v];
+      const Offset swap = -static_cast<Offset>(loser.begin < begin);  // All ones, or zero.
+      const Offset begins = (begin ^ loser.begin) & swap;
+      const uint32_t lists = (list ^ loser.list) & static_cast<uint32_t>(swap);
+      loser.begin ^= begins;
+      begin ^= begins;
+      loser.list ^= lists;
+      list ^= lists;
     }
-    SiftDown(heap, live);
+    winner = {begin, list};
   }
   visit(run);
 }

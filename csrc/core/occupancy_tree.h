@@ -79,12 +79,16 @@ class OccupancyTree {
   std::vector<SegmentList> starts_;
   // Scratch for queries.
   struct Cursor {
-    Offset begin;  // next->begin, kept beside it for the merge's heap.
     const Segment* next;
     const Segment* end;
   };
   mutable std::vector<const SegmentList*> lists_;
   mutable std::vector<Cursor> cursors_;
+  struct Head {
+    Offset begin;   // The list's next segment's begin, or past every begin.
+    uint32_t list;  // Into cursors_.
+  };
+  mutable std::vector<Head> winners_, losers_;  // The merge's tournament tree.
 };
 
 }  // namespace cadence_memplan
