@@ -83,21 +83,18 @@ void OccupancyTree::VisitUnion(Visit&& visit) const {
   // current run, so the tree moves once per list and run, not per segment.
   const uint32_t count = static_cast<uint32_t>(lists_.size());
   if (count == 0) return;
-  uint32_t width = 1;  // Leaves: a power of two; those past `count` stay exhausted.
-  while (width < count) width *= 2;
   cursors_.resize(count);
+  // Node 1 is the root, list i is leaf count + i, and node v's parent is
+  // v / 2: a complete binary tree for any count. Built bottom-up: each
+  // node's winner moves on to its parent, its loser stays.
+  winners_.resize(2 * count);
+  losers_.resize(count);
   for (uint32_t i = 0; i < count; ++i) {
     const Segment* first = lists_[i]->data();
     cursors_[i] = {first, first + lists_[i]->size()};
+    winners_[count + i] = {first->begin, i};
   }
-  // Built bottom-up: node v's winner moves on to its parent, its loser stays.
-  // Node 1 is the root, leaf i is node width + i.
-  winners_.resize(2 * width);
-  losers_.resize(width);
-  for (uint32_t i = 0; i < width; ++i) {
-    winners_[width + i] = {i < count ? cursors_[i].next->begin : kExhausted, i};
-  }
-  for (uint32_t v = width - 1; v >= 1; --v) {
+  for (uint32_t v = count - 1; v >= 1; --v) {
     const Head& left = winners_[2 * v];
     const Head& right = winners_[2 * v + 1];
     const bool left_wins = left.begin <= right.begin;
@@ -105,7 +102,7 @@ void OccupancyTree::VisitUnion(Visit&& visit) const {
     losers_[v] = left_wins ? right : left;
   }
   Head* losers = losers_.data();
-  Head winner = winners_[1];
+  Head winner = winners_[1];  // With one list, its leaf is the root.
 
   Segment run{winner.begin, winner.begin};
   while (winner.begin != kExhausted) {
@@ -124,7 +121,7 @@ void OccupancyTree::VisitUnion(Visit&& visit) const {
     // conditional swap of two fields into a branch.
     Offset begin = next == cursor.end ? kExhausted : next->begin;
     uint32_t list = winner.list;
-    for (uint32_t v = (width + list) / 2; v >= 1; v /= 2) {
+    for (uint32_t v = (count + list) / 2; v >= 1; v /= 2) {
       Head& loser = losers[v];
       const Offset swap = -static_cast<Offset>(loser.begin < begin);  // All ones, or zero.
       const Offset begins = (begin ^ loser.begin) & swap;
