@@ -77,4 +77,29 @@ void IntervalIndex::Insert(Slot slot, Segment storage) {
   }
 }
 
+size_t IntervalIndex::CollectOverlappingStorage(Slot query, std::vector<Segment>* buffer) const {
+  if (buckets_.empty()) return 0;
+  const auto [first, last] = layout_->buckets_of_slot_[query];
+  const Lifetime& lifetime = layout_->lifetimes_[query];
+  size_t scanned = 0;
+  for (auto bucket = first; bucket <= last; ++bucket) scanned += buckets_[bucket].size();
+  if (buffer->size() < scanned) buffer->resize(scanned);
+  Segment* segments = buffer->data();
+  size_t count = 0;
+  for (auto bucket = first; bucket <= last; ++bucket) {
+    // As in ForEachOverlapping: an entry that starts before this bucket is
+    // reported by the previous one, unless this is the query's first bucket.
+    const Time begin =
+        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
+    for (const Entry& entry : buckets_[bucket]) {
+      // Every entry is written, and the count moves past the ones that count.
+      segments[count] = entry.storage;
+      count += static_cast<size_t>(
+          (entry.lifetime.start <= lifetime.end) & (entry.lifetime.end >= lifetime.start) &
+          (entry.lifetime.start >= begin) & (entry.storage.begin < entry.storage.end));
+    }
+  }
+  return count;
+}
+
 }  // namespace cadence_memplan

@@ -11,17 +11,31 @@ namespace {
 // sorting them: each jump passes every segment in the way, and few remain.
 constexpr size_t kMaxSegmentsToJump = 32;
 
+// The segments [first, last) of a scratch buffer.
+struct Segments {
+  Segment* first;
+  Segment* last;
+  Segment* begin() const { return first; }
+  Segment* end() const { return last; }
+  size_t size() const { return static_cast<size_t>(last - first); }
+};
+
+void SortByBegin(Segments segments) {
+  std::sort(segments.begin(), segments.end(),
+            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+}
+
 // First fit among unsorted aligned segments: the lowest offset, 0 or an
 // aligned end, where `size` > 0 bytes meet none.
-Offset LowestHoleOf(std::vector<Segment>* segments, Size size) {
+Offset LowestHoleOf(Segments segments, Size size) {
   Offset candidate = 0;
-  if (segments->size() <= kMaxSegmentsToJump) {
+  if (segments.size() <= kMaxSegmentsToJump) {
     // Every offset below the largest end of the segments in the way meets
     // that segment, so the jump skips only offsets that do not fit.
     for (bool moved = true; moved;) {
       moved = false;
       Offset past = candidate;
-      for (const Segment& segment : *segments) {
+      for (const Segment& segment : segments) {
         if (segment.begin - candidate < size && segment.end > past) past = segment.end;
       }
       if (past > candidate) {
@@ -31,9 +45,8 @@ Offset LowestHoleOf(std::vector<Segment>* segments, Size size) {
     }
     return candidate;
   }
-  std::sort(segments->begin(), segments->end(),
-            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
-  for (const Segment& segment : *segments) {
+  SortByBegin(segments);
+  for (const Segment& segment : segments) {
     if (segment.begin - candidate >= size) break;  // Fits before it, and so before every later one.
     candidate = std::max(candidate, segment.end);
   }
@@ -41,12 +54,11 @@ Offset LowestHoleOf(std::vector<Segment>* segments, Size size) {
 }
 
 // Best fit among unsorted aligned segments: the holes of their union, in order.
-SmallestHole SmallestHoleOf(std::vector<Segment>* segments, Size size) {
-  std::sort(segments->begin(), segments->end(),
-            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+SmallestHole SmallestHoleOf(Segments segments, Size size) {
+  SortByBegin(segments);
   SmallestHole best;
   Size best_length = 0;
-  for (const Segment& segment : *segments) {
+  for (const Segment& segment : segments) {
     const Size length = segment.begin - best.top;
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
@@ -77,14 +89,14 @@ class IntervalOccupancy final : public MemoryOccupancy {
 
   void Insert(Slot slot) override { index_.Insert(slot, AlignedStorage(table_, slot, alignment_)); }
 
+  // Zero-size tensors take no bytes: first fit ignores them, and best fit
+  // asks only where none is (occupancy.h).
   Offset LowestFreeOffset(Slot slot) const override {
-    CollectSegments(slot);
-    return LowestHoleOf(&segments_, table_.slots[slot].size);
+    return LowestHoleOf(OverlappingStorage(slot), table_.slots[slot].size);
   }
 
   SmallestHole FindSmallestHole(Slot slot) const override {
-    CollectSegments(slot);
-    return SmallestHoleOf(&segments_, table_.slots[slot].size);
+    return SmallestHoleOf(OverlappingStorage(slot), table_.slots[slot].size);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
@@ -102,19 +114,15 @@ class IntervalOccupancy final : public MemoryOccupancy {
   }
 
  private:
-  // The aligned storage of the non-empty tensors alive with `slot`: first
-  // fit ignores zero-size tensors, and best fit asks only where none is.
-  void CollectSegments(Slot slot) const {
-    segments_.clear();
-    index_.ForEachOverlapping(slot, [this](Slot, const Segment& storage) {
-      if (storage.begin < storage.end) segments_.push_back(storage);
-    });
+  Segments OverlappingStorage(Slot slot) const {
+    const size_t count = index_.CollectOverlappingStorage(slot, &buffer_);
+    return {buffer_.data(), buffer_.data() + count};
   }
 
   const SlotTable& table_;
   const Size alignment_;
   IntervalIndex index_;
-  mutable std::vector<Segment> segments_;
+  mutable std::vector<Segment> buffer_;
 };
 
 class TreeOccupancy final : public MemoryOccupancy {
