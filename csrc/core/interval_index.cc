@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 namespace cadence_memplan {
 namespace {
@@ -42,61 +43,78 @@ TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 
+namespace {
+
+// The number of the sorted `values` for which below(value) holds, all of them
+// first: a binary search whose steps are conditional moves, not branches,
+// since where a time falls among the starts is a coin toss at every step.
+template <typename Below>
+int64_t CountBelow(const std::vector<Time>& values, Below below) {
+  const Time* base = values.data();
+  size_t count = values.size();
+  if (count == 0) return 0;
+  while (count > 1) {
+    const size_t half = count / 2;
+    base = below(base[half - 1]) ? base + half : base;
+    count -= half;
+  }
+  return (base - values.data()) + static_cast<int64_t>(below(*base));
+}
+
+}  // namespace
+
 std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
-  const auto first = std::lower_bound(starts_.begin(), starts_.end(), lifetime.start);
-  const auto past_last = std::upper_bound(first, starts_.end(), lifetime.end);
-  return {first - starts_.begin(), (past_last - starts_.begin()) - 1};
+  const int64_t first = CountBelow(starts_, [&](Time t) { return t < lifetime.start; });
+  const int64_t past_last = CountBelow(starts_, [&](Time t) { return t <= lifetime.end; });
+  return {first, past_last - 1};
 }
 
 SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
     : lifetimes_(std::move(lifetimes)), axis_(lifetimes_) {
-  const int64_t width = BucketWidth(lifetimes_, axis_);
-  for (int64_t position = 0; position < axis_.size(); position += width) {
-    bucket_begin_.push_back(axis_[position]);
+  if (axis_.size() > std::numeric_limits<Position>::max()) {
+    throw std::length_error("more than 2^31 - 1 distinct start times");
   }
-  // Every non-empty lifetime starts on the axis, so at or after bucket 0's begin.
-  const auto bucket_of = [&](Time time) {
-    return static_cast<Bucket>(std::upper_bound(bucket_begin_.begin(), bucket_begin_.end(), time) -
-                               bucket_begin_.begin() - 1);
-  };
-  buckets_of_slot_.resize(lifetimes_.size());
+  const int64_t width = BucketWidth(lifetimes_, axis_);
+  while ((int64_t{1} << bucket_shift_) < width) ++bucket_shift_;
+  bucket_count_ = (axis_.size() + width - 1) / width;
+  positions_of_slot_.resize(lifetimes_.size());
   for (size_t slot = 0; slot < lifetimes_.size(); ++slot) {
     const Lifetime& lifetime = lifetimes_[slot];
-    if (!lifetime.empty())
-      buckets_of_slot_[slot] = {bucket_of(lifetime.start), bucket_of(lifetime.end)};
+    if (lifetime.empty()) continue;
+    const auto [first, last] = axis_.Span(lifetime);
+    positions_of_slot_[slot] = {static_cast<Position>(first), static_cast<Position>(last)};
   }
 }
 
 void IntervalIndex::Insert(Slot slot, Segment storage) {
-  const auto [first, last] = layout_->buckets_of_slot_[slot];
-  if (first > last) return;
-  if (buckets_.empty()) buckets_.resize(layout_->bucket_begin_.size());
-  const Lifetime& lifetime = layout_->lifetimes_[slot];
-  for (auto bucket = first; bucket <= last; ++bucket) {
-    buckets_[bucket].push_back({lifetime, slot, storage});
+  const Positions& positions = layout_->positions_of_slot_[slot];
+  if (positions.first > positions.last) return;
+  if (buckets_.empty()) buckets_.resize(layout_->bucket_count_);
+  const int64_t last = positions.last >> layout_->bucket_shift_;
+  for (int64_t bucket = positions.first >> layout_->bucket_shift_; bucket <= last; ++bucket) {
+    buckets_[bucket].entries.push_back({positions, storage});
+    buckets_[bucket].slots.push_back(slot);
   }
 }
 
 size_t IntervalIndex::CollectOverlappingStorage(Slot query, std::vector<Segment>* buffer) const {
   if (buckets_.empty()) return 0;
-  const auto [first, last] = layout_->buckets_of_slot_[query];
-  const Lifetime& lifetime = layout_->lifetimes_[query];
+  const Positions& positions = layout_->positions_of_slot_[query];
+  if (positions.first > positions.last) return 0;
+  const int64_t first = positions.first >> layout_->bucket_shift_;
+  const int64_t last = positions.last >> layout_->bucket_shift_;
   size_t scanned = 0;
-  for (auto bucket = first; bucket <= last; ++bucket) scanned += buckets_[bucket].size();
+  for (int64_t bucket = first; bucket <= last; ++bucket) scanned += buckets_[bucket].entries.size();
   if (buffer->size() < scanned) buffer->resize(scanned);
   Segment* segments = buffer->data();
   size_t count = 0;
-  for (auto bucket = first; bucket <= last; ++bucket) {
-    // As in ForEachOverlapping: an entry that starts before this bucket is
-    // reported by the previous one, unless this is the query's first bucket.
-    const Time begin =
-        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
-    for (const Entry& entry : buckets_[bucket]) {
+  for (int64_t bucket = first; bucket <= last; ++bucket) {
+    const SlotLayout::Position from = ReportedFrom(bucket, first);
+    for (const Entry& entry : buckets_[bucket].entries) {
       // Every entry is written, and the count moves past the ones that count.
       segments[count] = entry.storage;
-      count += static_cast<size_t>(
-          (entry.lifetime.start <= lifetime.end) & (entry.lifetime.end >= lifetime.start) &
-          (entry.lifetime.start >= begin) & (entry.storage.begin < entry.storage.end));
+      count += static_cast<size_t>(Reports(entry, positions, from) &
+                                   (entry.storage.begin < entry.storage.end));
     }
   }
   return count;

@@ -9,9 +9,10 @@
 // starts (a SlotLayout), so time can be cut into buckets up front. Bucket b
 // spans the start times from the (b * width)-th distinct start of all
 // lifetimes up to the next bucket's first. An inserted lifetime is appended to
-// every bucket it meets, as an entry that carries its start and end, and a
-// query scans the entries of the buckets it meets; an entry is reported by
-// the first of those buckets that holds it, so once.
+// every bucket it meets, as an entry that carries its positions on the axis
+// (SlotLayout::Positions) and its storage, and a query scans the entries of
+// the buckets it meets; an entry is reported by the first of those buckets
+// that holds it, so once.
 //
 // Why buckets and not a tree: the placers visit tensors by size, so queries
 // land at random times, and a tree's descent costs a cache miss per level. A
@@ -28,7 +29,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -56,6 +56,7 @@ class TimeAxis {
 // the indexes of all memories.
 class SlotLayout {
  public:
+  // Throws std::length_error past 2^31 - 1 distinct start times.
   explicit SlotLayout(std::vector<Lifetime> lifetimes);
 
   Slot size() const { return static_cast<Slot>(lifetimes_.size()); }
@@ -65,18 +66,22 @@ class SlotLayout {
 
  private:
   friend class IntervalIndex;
-  using Bucket = int32_t;  // Buckets hold at least 8 distinct starts each.
-  struct BucketRange {
-    Bucket first = 0;
-    Bucket last = -1;  // Empty for an empty lifetime.
+  // A lifetime as the positions on the axis of the starts inside it. For
+  // lifetimes that start on the axis, as all do, [a, b] and [c, d] overlap
+  // exactly when their positions do, and half the bytes of the times are
+  // enough: so an index entry is smaller, and a query reads less memory.
+  using Position = int32_t;
+  struct Positions {
+    Position first = 0;
+    Position last = -1;  // Empty for an empty lifetime.
   };
 
   std::vector<Lifetime> lifetimes_;
   TimeAxis axis_;
-  // bucket_begin_[b]: the first start time of bucket b, ascending.
-  std::vector<Time> bucket_begin_;
-  // The buckets each slot's lifetime meets, found once rather than per query.
-  std::vector<BucketRange> buckets_of_slot_;
+  // Bucket b holds the positions [b << bucket_shift_, (b + 1) << bucket_shift_).
+  int bucket_shift_ = 0;
+  int64_t bucket_count_ = 0;
+  std::vector<Positions> positions_of_slot_;
 };
 
 class IntervalIndex {
@@ -106,31 +111,49 @@ class IntervalIndex {
   size_t CollectOverlappingStorage(Slot query, std::vector<Segment>* buffer) const;
 
  private:
+  using Positions = SlotLayout::Positions;
   struct Entry {
-    Lifetime lifetime;
-    Slot slot;
+    Positions positions;
     Segment storage;
   };
+  // The slots beside the entries, not in them: most queries want only the
+  // storage.
+  struct Bucket {
+    std::vector<Entry> entries;
+    std::vector<Slot> slots;
+  };
+
+  // Whether an entry is reported for `query` by bucket `bucket`: it overlaps
+  // the query, and it starts in this bucket or this is the query's first
+  // (an entry that starts before is also in the previous bucket).
+  static bool Reports(const Entry& entry, const Positions& query, SlotLayout::Position from) {
+    return (entry.positions.first <= query.last) & (entry.positions.last >= query.first) &
+           (entry.positions.first >= from);
+  }
+  SlotLayout::Position ReportedFrom(int64_t bucket, int64_t first_bucket) const {
+    return bucket == first_bucket
+               ? 0
+               : static_cast<SlotLayout::Position>(bucket << layout_->bucket_shift_);
+  }
 
   const SlotLayout* layout_;
   // Allocated on the first insertion, so an unused memory costs nothing.
-  std::vector<std::vector<Entry>> buckets_;
+  std::vector<Bucket> buckets_;
 };
 
 template <typename Visit>
 void IntervalIndex::ForEachOverlapping(Slot query, Visit&& visit) const {
   if (buckets_.empty()) return;
-  const auto [first, last] = layout_->buckets_of_slot_[query];
-  const Lifetime& lifetime = layout_->lifetimes_[query];
-  for (auto bucket = first; bucket <= last; ++bucket) {
-    // An entry that starts before this bucket is also in the previous one,
-    // which reports it unless this is the query's first bucket.
-    const Time begin =
-        bucket == first ? std::numeric_limits<Time>::min() : layout_->bucket_begin_[bucket];
-    for (const Entry& entry : buckets_[bucket]) {
-      if (entry.lifetime.start <= lifetime.end && entry.lifetime.end >= lifetime.start &&
-          entry.lifetime.start >= begin) {
-        visit(entry.slot, entry.storage);
+  const Positions& positions = layout_->positions_of_slot_[query];
+  if (positions.first > positions.last) return;
+  const int64_t first = positions.first >> layout_->bucket_shift_;
+  const int64_t last = positions.last >> layout_->bucket_shift_;
+  for (int64_t bucket = first; bucket <= last; ++bucket) {
+    const SlotLayout::Position from = ReportedFrom(bucket, first);
+    const Bucket& entries = buckets_[bucket];
+    for (size_t k = 0; k < entries.entries.size(); ++k) {
+      if (Reports(entries.entries[k], positions, from)) {
+        visit(entries.slots[k], entries.entries[k].storage);
       }
     }
   }

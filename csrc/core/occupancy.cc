@@ -36,7 +36,9 @@ Offset LowestHoleOf(Segments segments, Size size) {
       moved = false;
       Offset past = candidate;
       for (const Segment& segment : segments) {
-        if (segment.begin - candidate < size && segment.end > past) past = segment.end;
+        // Ends are never negative, so a segment out of the way counts as 0.
+        const Offset in_the_way = -static_cast<Offset>(segment.begin - candidate < size);
+        past = std::max(past, segment.end & in_the_way);
       }
       if (past > candidate) {
         candidate = past;
