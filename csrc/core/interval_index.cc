@@ -4,6 +4,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "branch_free.h"
+
 namespace cadence_memplan {
 namespace {
 
@@ -43,30 +45,12 @@ TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 
-namespace {
-
-// The number of the sorted `values` for which below(value) holds, all of them
-// first: a binary search whose steps are conditional moves, not branches,
-// since where a time falls among the starts is a coin toss at every step.
-template <typename Below>
-int64_t CountBelow(const std::vector<Time>& values, Below below) {
-  const Time* base = values.data();
-  size_t count = values.size();
-  if (count == 0) return 0;
-  while (count > 1) {
-    const size_t half = count / 2;
-    base = below(base[half - 1]) ? base + half : base;
-    count -= half;
-  }
-  return (base - values.data()) + static_cast<int64_t>(below(*base));
-}
-
-}  // namespace
-
 std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
-  const int64_t first = CountBelow(starts_, [&](Time t) { return t < lifetime.start; });
-  const int64_t past_last = CountBelow(starts_, [&](Time t) { return t <= lifetime.end; });
-  return {first, past_last - 1};
+  const size_t first =
+      CountBelow(starts_.data(), starts_.size(), [&](Time t) { return t < lifetime.start; });
+  const size_t past_last =
+      CountBelow(starts_.data(), starts_.size(), [&](Time t) { return t <= lifetime.end; });
+  return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
 }
 
 SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)

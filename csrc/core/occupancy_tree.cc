@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "branch_free.h"
+
 namespace cadence_memplan {
 
 // The tree is the bottom-up segment tree over leaf_count leaves (node 1 is the
@@ -29,8 +31,9 @@ constexpr Offset kExhausted = std::numeric_limits<Offset>::max();
 void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
   // The first segment that ends at or after the new one begins: it and the
   // ones after it that begin no later than the new one ends merge with it.
-  auto first = std::lower_bound(list->begin(), list->end(), segment.begin,
-                                [](const Segment& s, Offset begin) { return s.end < begin; });
+  auto first = list->begin() + static_cast<std::ptrdiff_t>(CountBelow(
+                                   list->data(), list->size(),
+                                   [&](const Segment& s) { return s.end < segment.begin; }));
   auto past = first;
   while (past != list->end() && past->begin <= segment.end) {
     segment.begin = std::min(segment.begin, past->begin);
@@ -168,10 +171,9 @@ SmallestHole OccupancyTree::FindSmallestHole(const Lifetime& lifetime, Size size
 bool OccupancyTree::Intersects(const Lifetime& lifetime, Segment segment) const {
   GatherLists(lifetime);
   for (const SegmentList* list : lists_) {
-    const auto after =
-        std::lower_bound(list->begin(), list->end(), segment.begin,
-                         [](const Segment& s, Offset begin) { return s.end <= begin; });
-    if (after != list->end() && after->begin < segment.end) return true;
+    const size_t after = CountBelow(list->data(), list->size(),
+                                    [&](const Segment& s) { return s.end <= segment.begin; });
+    if (after != list->size() && (*list)[after].begin < segment.end) return true;
   }
   return false;
 }
