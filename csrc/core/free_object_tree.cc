@@ -107,7 +107,16 @@ void FreeObjectTree::AddBusy(int64_t object, Size size, const Lifetime& lifetime
 
 int64_t FreeObjectTree::FirstFree(int64_t from, int64_t count, Size min_size,
                                   const Lifetime& lifetime) const {
-  return Find(1, 0, leaves_, from, count, min_size, lifetime);
+  // No object exists at or past `count`, and an ancestor of the smallest
+  // subtree holding objects 0..count-1 holds no others, so it prunes nothing
+  // that subtree does not: the search starts there.
+  int64_t node = 1;
+  int64_t width = leaves_;
+  while (width > 1 && width / 2 >= count) {
+    node *= 2;
+    width /= 2;
+  }
+  return Find(node, 0, width, from, count, min_size, lifetime);
 }
 
 int64_t FreeObjectTree::Find(int64_t node, int64_t first, int64_t width, int64_t from,
