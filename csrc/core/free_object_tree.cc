@@ -30,10 +30,22 @@ void AddRun(Runs* runs, Lifetime lifetime) {
   }
 }
 
-// The first run that ends at or after `start`.
+// The first run that ends at or after `start`. Every query and every climb
+// searches nodes' runs like this, at unpredictable places, so the search
+// narrows without branching on what it reads (the choice compiles to a
+// conditional move): no misprediction per step.
 Runs::const_iterator FirstEndingFrom(const Runs& runs, Time start) {
-  return std::lower_bound(runs.begin(), runs.end(), start,
-                          [](const Lifetime& run, Time time) { return run.end < time; });
+  if (runs.empty()) return runs.end();
+  const Lifetime* first = runs.data();
+  // The answer lies in [first, first + length]; all runs before `first` end
+  // before `start`.
+  size_t length = runs.size();
+  while (length > 1) {
+    const size_t half = length / 2;
+    first = first[half - 1].end < start ? first + half : first;
+    length -= half;
+  }
+  return runs.begin() + ((first - runs.data()) + (first->end < start ? 1 : 0));
 }
 
 bool Meets(const Runs& runs, const Lifetime& lifetime) {

@@ -185,7 +185,8 @@ void TestFreeObjectTree(std::mt19937_64& rng, int rounds) {
     // Mostly short lifetimes, so that objects stay free somewhere.
     const auto lifetime = [&] {
       Time a = time();
-      Time b = Pick(rng, 0, 4) == 0 ? time() : a + std::min<Time>(Pick(rng, 0, 4), kMax - a);
+      const Time length = Pick(rng, 0, 4);
+      Time b = Pick(rng, 0, 4) == 0 ? time() : (a <= kMax - length ? a + length : kMax);
       if (a > b) std::swap(a, b);
       return Lifetime{a, b};
     };
