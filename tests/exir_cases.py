@@ -170,6 +170,10 @@ NAMED_GREEDY_CASES: dict[str, GreedyCase] = {
             spec(48, (2, 4)),
         )
     ),
+    # 2^61 elements of 8 bytes: 2^64 bytes, which int64 arithmetic would wrap to 0.
+    "bytes past 2^64: exir's Python ints": GreedyCase(
+        (spec(2**61, (0, 1), dtype="int64"), spec(32, (0, 1)))
+    ),
     "alignment 1": GreedyCase((spec(3, (0, 1)), spec(5, (1, 2)), spec(7, (2, 3))), alignment=1),
     "alignment 24 (not a power of two)": GreedyCase(
         (spec(30, (0, 1)), spec(10, (1, 2)), spec(50, (0, 3))), alignment=24

@@ -57,8 +57,8 @@ class FreeObjectTree {
   // the largest object below (-1 where none exists).
   std::vector<Runs> all_busy_;
   std::vector<Size> max_size_;
-  // Scratch for AddBusy.
-  Runs left_, right_, both_;
+  // Scratch for AddBusy: the times a node just gained, and its parent's share.
+  Runs added_, grown_;
 };
 
 }  // namespace cadence_memplan

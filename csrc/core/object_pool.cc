@@ -194,15 +194,21 @@ ObjectPool::Found ObjectPool::FindByTree(TensorIndex tensor, Size size, bool ski
   // tensor never qualifies; nor, for size > 0, does one whose first
   // allocation, which spans it, overlaps the tensor. Of the rest, one
   // allocation ending above its size - size rules an object out.
+  // A tree pool's lifetimes are all non-empty (the constructor leaves the
+  // others to exir's loops), so overlap takes two comparisons; the bounds and
+  // the running maximum are locals, which the compiler keeps in registers.
+  const Time start = lifetime.start;
+  const Time last = lifetime.end;
   const auto qualifies = [&](int64_t object, Offset* end) {
     const Offset limit = object_sizes_[object] - size;
-    *end = 0;
+    Offset highest = 0;
     for (const Record& record : records_[object]) {
-      if (!record.lifetime.Overlaps(lifetime)) continue;
-      *end = std::max(*end, record.end);
-      if (*end > limit) return false;
+      if (record.lifetime.start > last || record.lifetime.end < start) continue;
+      highest = std::max(highest, record.end);
+      if (highest > limit) return false;
     }
-    return *end > 0;
+    *end = highest;
+    return highest > 0;
   };
   Offset end = 0;
   if (size > 0) {

@@ -1,15 +1,18 @@
-// PackGreedy, PackBanked and CheckStorageReuse with ObjectSearch::kTree,
+// FreeObjectTree against a brute force; PackGreedy, PackBanked and
+// CheckStorageReuse with ObjectSearch::kTree,
 // kInterval and kAuto against kScan (exir's loops, ported literally) on random problems: ties,
 // zero sizes, inverted lifetimes, pins, storage-backed chains and bad bases.
 // Every successful plan must also keep tensors that exir considers
 // overlapping in time apart in memory, and the reuse check must count what a
 // brute force over pairs counts.
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "check.h"
+#include "free_object_tree.h"
 #include "shared_objects.h"
 #include "storage_reuse.h"
 
@@ -162,10 +165,67 @@ void TestStorageReuse(std::mt19937_64& rng, int rounds) {
   }
 }
 
+// FreeObjectTree alone against a brute force over each object's lifetimes,
+// with some times at the ends of int64 (where a run's end + 1 would overflow).
+void TestFreeObjectTree(std::mt19937_64& rng, int rounds) {
+  constexpr Time kMax = std::numeric_limits<Time>::max();
+  constexpr Time kMin = std::numeric_limits<Time>::min();
+  for (int round = 0; round < rounds; ++round) {
+    memplan_test::SetContext("free object tree, round " + std::to_string(round));
+    const int64_t capacity = Pick(rng, 1, Pick(rng, 0, 4) == 0 ? 70 : 9);
+    const Time horizon = Pick(rng, 1, 30);
+    const bool extreme = Pick(rng, 0, 3) == 0;
+    const auto time = [&] {
+      if (extreme && Pick(rng, 0, 3) == 0) {
+        const Time offset = Pick(rng, 0, 3);
+        return Pick(rng, 0, 1) == 0 ? kMin + offset : kMax - offset;
+      }
+      return Pick(rng, 0, horizon);
+    };
+    // Mostly short lifetimes, so that objects stay free somewhere.
+    const auto lifetime = [&] {
+      Time a = time();
+      const Time length = Pick(rng, 0, 4);
+      Time b = Pick(rng, 0, 4) == 0 ? time() : (a <= kMax - length ? a + length : kMax);
+      if (a > b) std::swap(a, b);
+      return Lifetime{a, b};
+    };
+    FreeObjectTree tree(capacity);
+    std::vector<Size> sizes;
+    std::vector<std::vector<Lifetime>> busy;
+    for (int step = 0; step < 60; ++step) {
+      if (Pick(rng, 0, 2) > 0) {
+        int64_t object = Pick(rng, 0, static_cast<int64_t>(sizes.size()));
+        if (object == static_cast<int64_t>(sizes.size())) {
+          if (object == capacity) continue;
+          sizes.push_back(Pick(rng, 0, 8));
+          busy.emplace_back();
+        }
+        const Lifetime added = lifetime();
+        tree.AddBusy(object, sizes[object], added);
+        busy[object].push_back(added);
+        continue;
+      }
+      const auto count = static_cast<int64_t>(sizes.size());
+      const int64_t from = Pick(rng, 0, count);
+      const Size min_size = Pick(rng, 0, 8);
+      const Lifetime asked = lifetime();
+      int64_t expected = -1;
+      for (int64_t object = from; object < count && expected < 0; ++object) {
+        bool free = sizes[object] >= min_size;
+        for (const Lifetime& run : busy[object]) free = free && !run.Overlaps(asked);
+        if (free) expected = object;
+      }
+      if (!CHECK_EQ(tree.FirstFree(from, count, min_size, asked), expected)) return;
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
   std::mt19937_64 rng(14);
+  TestFreeObjectTree(rng, 3000);
   TestGreedy(rng, 3000);
   TestBanked(rng, 3000);
   TestStorageReuse(rng, 3000);

@@ -67,9 +67,13 @@ class _NotExact(Exception):
 
 
 def _int64(values: Iterable[Any]) -> npt.NDArray[np.int64]:
-    """Python ints to int64; array('q') refuses floats and None, unlike numpy's casts."""
+    """Python ints to int64; array('q') refuses floats and None, unlike numpy's casts.
+    It converts a list at about twice the speed of an iterator, so iterators are listed
+    first (by a C-level loop)."""
     try:
-        return np.frombuffer(array("q", values), dtype=np.int64)
+        return np.frombuffer(
+            array("q", values if type(values) is list else list(values)), dtype=np.int64
+        )
     except (TypeError, OverflowError) as error:
         raise _NotExact from error
 
@@ -124,36 +128,50 @@ class _SizedLifetimes(NamedTuple):
     ends: npt.NDArray[np.int64]
     nbytes: npt.NDArray[np.int64]
     allocated: npt.NDArray[np.int64]
+    # The attributes _sized_lifetimes was asked for, each as a tuple over the specs.
+    also: tuple[tuple[Any, ...], ...]
 
 
-def _sized_lifetimes(specs: list[TensorSpec]) -> _SizedLifetimes:
+def _sized_lifetimes(specs: list[TensorSpec], also: tuple[str, ...] = ()) -> _SizedLifetimes:
     """What both spec readers (exir's planners, Cadence's drop-in placers) take from a
-    non-empty list of specs. Raises _NotExact for anything but plain TensorSpecs whose
-    values the arrays carry exactly; a field of the wrong type raises what reading it
-    raises (TypeError, ...), which the callers turn into _NotExact."""
+    non-empty list of specs, and the attributes named in ``also``, in one pass over the
+    specs (``_SizedLifetimes.also``). Raises _NotExact for anything but plain TensorSpecs
+    whose values the arrays carry exactly; a field of the wrong type raises what reading
+    it raises (TypeError, ...), which the callers turn into _NotExact."""
     if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
-    # One C-level map per attribute: no tuple per spec for the collector to track.
-    lifetimes = list(map(attrgetter("lifetime"), specs))
+    # Each pass over 10^4 specs misses the cache on every spec, so all attributes are
+    # read in one, as a tuple per spec (the collector is paused), then transposed.
+    # `scalar_type` is what TensorSpec.dtype returns, without the property call.
+    lifetimes, dtypes, shapes, alignments, *also_columns = zip(
+        *map(attrgetter("lifetime", "scalar_type", "shape", "alignment", *also), specs),
+        strict=True,
+    )
     if set(map(len, lifetimes)) != {2}:
         raise _NotExact
     lifetime_array = _int64(chain.from_iterable(lifetimes))
-    # `scalar_type` is what TensorSpec.dtype returns, without the property call.
-    dtypes = list(map(attrgetter("scalar_type"), specs))
-    element_sizes = {dtype: _element_size(dtype) for dtype in set(dtypes)}
-    nbytes = _int64(map(math.prod, map(attrgetter("shape"), specs))) * _int64(
-        map(element_sizes.__getitem__, dtypes)
-    )
-    alignments = _int64(map(attrgetter("alignment"), specs))
+    distinct_dtypes = set(dtypes)
+    elements = _int64(map(math.prod, shapes))
+    # From 0 to 2^53 elements, times an element size, the product cannot wrap around int64.
+    if elements.min() < 0 or elements.max() >= _EXACT_LIMIT:
+        raise _NotExact
+    if len(distinct_dtypes) == 1:
+        nbytes = elements * _element_size(dtypes[0])
+    else:
+        element_sizes = {dtype: _element_size(dtype) for dtype in distinct_dtypes}
+        nbytes = elements * _int64(map(element_sizes.__getitem__, dtypes))
+    alignment_array = _int64(alignments)
     if (
         nbytes.min() < 0
         or nbytes.max() >= _EXACT_LIMIT
-        or alignments.min() < 1
-        or alignments.max() >= _EXACT_LIMIT
+        or alignment_array.min() < 1
+        or alignment_array.max() >= _EXACT_LIMIT
     ):
         raise _NotExact
-    allocated = -(-nbytes // alignments) * alignments
-    return _SizedLifetimes(lifetime_array[0::2], lifetime_array[1::2], nbytes, allocated)
+    allocated = -(-nbytes // alignment_array) * alignment_array
+    return _SizedLifetimes(
+        lifetime_array[0::2], lifetime_array[1::2], nbytes, allocated, tuple(also_columns)
+    )
 
 
 def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
@@ -161,16 +179,15 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     tensors = api.exir_tensors(count)
     if not count:
         return _Specs(specs, tensors)
-    sized = _sized_lifetimes(specs)
+    sized = _sized_lifetimes(specs, also=("mem_id", "storage_base"))
+    mem_ids, bases = sized.also
     # exir_tensors' defaults stand for unset mem_ids (memory 1, not pinned) and storage bases.
-    mem_ids = list(map(attrgetter("mem_id"), specs))
     if mem_ids.count(None) != count:
         tensors["pinned"] = [mem_id is not None for mem_id in mem_ids]
         mem_id_array = _int64(1 if mem_id is None else mem_id for mem_id in mem_ids)
         if mem_id_array.min() < 0 or mem_id_array.max() > _MAX_MEM_ID:
             raise _NotExact
         tensors["mem_id"] = mem_id_array
-    bases = list(map(attrgetter("storage_base"), specs))
     if bases.count(None) != count:
         index_of = {id(spec): index for index, spec in enumerate(specs)}
         tensors["base"] = _int64(
@@ -307,14 +324,16 @@ class _Allocations(Protocol):
 
 
 def _result(read: _Specs, packing: _Allocations) -> MemoryAlgoResult:
+    """exir's result, its spec_dict in exir's visit order; one SpecAllocResult per spec,
+    as exir makes, so that no two specs share a mutable record."""
     order = packing.visit_order
-    ordered_specs = list(map(read.specs.__getitem__, order.tolist()))
     allocations = map(
         SpecAllocResult,
         packing.mem_ids[order].tolist(),
         packing.objects[order].tolist(),
         packing.offsets[order].tolist(),
     )
+    ordered_specs = map(read.specs.__getitem__, order.tolist())
     return MemoryAlgoResult(
         dict(zip(ordered_specs, allocations, strict=True)), packing.bufsizes.tolist()
     )
