@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "branch_free.h"
+
 namespace cadence_memplan {
 namespace {
 
@@ -31,21 +33,11 @@ void AddRun(Runs* runs, Lifetime lifetime) {
 }
 
 // The first run that ends at or after `start`. Every query and every climb
-// searches nodes' runs like this, at unpredictable places, so the search
-// narrows without branching on what it reads (the choice compiles to a
-// conditional move): no misprediction per step.
+// searches nodes' runs like this, at unpredictable places: branch-free.
 Runs::const_iterator FirstEndingFrom(const Runs& runs, Time start) {
-  if (runs.empty()) return runs.end();
-  const Lifetime* first = runs.data();
-  // The answer lies in [first, first + length]; all runs before `first` end
-  // before `start`.
-  size_t length = runs.size();
-  while (length > 1) {
-    const size_t half = length / 2;
-    first = first[half - 1].end < start ? first + half : first;
-    length -= half;
-  }
-  return runs.begin() + ((first - runs.data()) + (first->end < start ? 1 : 0));
+  return runs.begin() +
+         static_cast<std::ptrdiff_t>(CountBelow(
+             runs.data(), runs.size(), [&](const Lifetime& run) { return run.end < start; }));
 }
 
 bool Meets(const Runs& runs, const Lifetime& lifetime) {
