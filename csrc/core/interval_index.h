@@ -123,9 +123,10 @@ class IntervalIndex {
     std::vector<Slot> slots;
   };
 
-  // Whether an entry is reported for `query` by bucket `bucket`: it overlaps
-  // the query, and it starts in this bucket or this is the query's first
-  // (an entry that starts before is also in the previous bucket).
+  // Whether a bucket reports an entry to `query`: the entry overlaps the
+  // query and starts at or after `from`, the bucket's first position, or 0
+  // in the query's first bucket (ReportedFrom). An entry that starts before a
+  // bucket is also in the previous one, which reports it.
   static bool Reports(const Entry& entry, const Positions& query, SlotLayout::Position from) {
     return (entry.positions.first <= query.last) & (entry.positions.last >= query.first) &
            (entry.positions.first >= from);
