@@ -15,66 +15,43 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-from torch.fx import Graph, GraphModule
-from torch.nn import Module
-from workloads import synthetic_workloads
-
-import cadence_memplan.exir
-from cadence_memplan import api
+from exir_table import prepare_planner
+from workloads import synthetic_workloads, time_once
 
 __all__ = ["main"]
 
-ALIGNMENT = 16
 
+def _timed(cell: tuple[Callable, ...]) -> tuple[float, Any]:
+    """One timed run of a (setup, run, check) cell, after a full collection, so that no
+    call pays for the garbage of another."""
+    setup, run, _ = cell
 
-def _timed(setup: Callable[[], None], run: Callable[[], Any]) -> float:
-    setup()
-    gc.collect()
-    start = time.perf_counter()
-    result = run()
-    elapsed = time.perf_counter() - start
-    del result
-    return elapsed
+    def collected_setup() -> None:
+        setup()
+        gc.collect()
+
+    return time_once(collected_setup, run)
 
 
 def measure(count: int, repeats: int) -> tuple[float, float]:
     """Median seconds of greedy on TensorSpecs and of the packing alone, at ``count``."""
     workload = next(synthetic_workloads((count,)))
-    specs = workload.specs
-    starts, ends, sizes = workload.arrays
-    tensors = api.exir_tensors(len(sizes))
-    tensors["lifetime"]["start"] = starts
-    tensors["lifetime"]["end"] = ends
-    # uint8 specs of alignment 1 before planning: exir's allocated_memory is the size.
-    tensors["sort_size"] = tensors["nbytes"] = sizes
-    graph_module = GraphModule(Module(), Graph())
-
-    def unplanned() -> None:
-        for spec in specs:
-            spec.alignment = 1
-
-    def call() -> Any:
-        return cadence_memplan.exir.greedy(ALIGNMENT, specs, graph_module, None, 0)
-
-    def pack() -> Any:
-        return api.pack_shared_objects(
-            tensors, alignment=ALIGNMENT, allow_overlapping_allocations=True, extra_padding=0,
-            input_sizes=np.zeros(0, dtype=np.int64), banks=None, occupancy="auto",
-        )  # fmt: skip
-
-    expected = pack()
-    planned = call()
-    offsets = [planned.spec_dict[spec].mem_offset for spec in specs]
-    assert offsets == expected.offsets.tolist(), "greedy and the packing disagree"
-    calls, packs = [], []
-    for _ in range(repeats):
-        calls.append(_timed(unplanned, call))
-        packs.append(_timed(lambda: None, pack))
+    call = prepare_planner("ours", "greedy", workload)
+    pack = prepare_planner("ours core", "greedy", workload)
+    planned = _timed(call)[1]
+    packing = _timed(pack)[1]
+    call[2](planned)
+    pack[2](packing)
+    offsets = [planned.spec_dict[spec].mem_offset for spec in workload.specs]
+    assert offsets == packing.offsets.tolist(), "greedy and the packing disagree"
+    calls: list[float] = []
+    packs: list[float] = []
+    for _ in range(repeats):  # Interleaved.
+        calls.append(_timed(call)[0])
+        packs.append(_timed(pack)[0])
     return statistics.median(calls), statistics.median(packs)
 
 
