@@ -32,12 +32,19 @@ void AddRun(Runs* runs, Lifetime lifetime) {
   }
 }
 
-// The first run that ends at or after `start`. Every query and every climb
-// searches nodes' runs like this, at unpredictable places: branch-free.
+// The first run of [first, last) that ends at or after `start`. Every query
+// and every climb searches nodes' runs like this, at unpredictable places:
+// branch-free.
+Runs::const_iterator FirstEndingFrom(Runs::const_iterator first, Runs::const_iterator last,
+                                     Time start) {
+  if (first == last) return last;  // (Not dereferenced: it may be the end.)
+  return first + static_cast<std::ptrdiff_t>(
+                     CountBelow(&*first, static_cast<size_t>(last - first),
+                                [&](const Lifetime& run) { return run.end < start; }));
+}
+
 Runs::const_iterator FirstEndingFrom(const Runs& runs, Time start) {
-  return runs.begin() +
-         static_cast<std::ptrdiff_t>(CountBelow(
-             runs.data(), runs.size(), [&](const Lifetime& run) { return run.end < start; }));
+  return FirstEndingFrom(runs.begin(), runs.end(), start);
 }
 
 bool Meets(const Runs& runs, const Lifetime& lifetime) {
@@ -64,8 +71,7 @@ void Intersect(const Runs& a, const Runs& b, Runs* out) {
   out->clear();
   auto other = b.begin();
   for (const Lifetime& run : a) {
-    other = std::lower_bound(other, b.end(), run.start,
-                             [](const Lifetime& busy, Time time) { return busy.end < time; });
+    other = FirstEndingFrom(other, b.end(), run.start);
     for (auto it = other; it != b.end() && it->start <= run.end; ++it) {
       out->push_back({std::max(it->start, run.start), std::min(it->end, run.end)});
     }

@@ -74,8 +74,8 @@ void IntervalIndex::Insert(Slot slot, Segment storage) {
   const Positions& positions = layout_->positions_of_slot_[slot];
   if (positions.first > positions.last) return;
   if (buckets_.empty()) buckets_.resize(layout_->bucket_count_);
-  const int64_t last = positions.last >> layout_->bucket_shift_;
-  for (int64_t bucket = positions.first >> layout_->bucket_shift_; bucket <= last; ++bucket) {
+  const auto [first, last] = BucketsOf(positions);
+  for (int64_t bucket = first; bucket <= last; ++bucket) {
     buckets_[bucket].entries.push_back({positions, storage});
     buckets_[bucket].slots.push_back(slot);
   }
@@ -85,8 +85,7 @@ size_t IntervalIndex::CollectOverlappingStorage(Slot query, std::vector<Segment>
   if (buckets_.empty()) return 0;
   const Positions& positions = layout_->positions_of_slot_[query];
   if (positions.first > positions.last) return 0;
-  const int64_t first = positions.first >> layout_->bucket_shift_;
-  const int64_t last = positions.last >> layout_->bucket_shift_;
+  const auto [first, last] = BucketsOf(positions);
   size_t scanned = 0;
   for (int64_t bucket = first; bucket <= last; ++bucket) scanned += buckets_[bucket].entries.size();
   if (buffer->size() < scanned) buffer->resize(scanned);

@@ -131,6 +131,10 @@ class IntervalIndex {
     return (entry.positions.first <= query.last) & (entry.positions.last >= query.first) &
            (entry.positions.first >= from);
   }
+  // The buckets [first, last] that hold positions [positions.first, positions.last].
+  std::pair<int64_t, int64_t> BucketsOf(const Positions& positions) const {
+    return {positions.first >> layout_->bucket_shift_, positions.last >> layout_->bucket_shift_};
+  }
   SlotLayout::Position ReportedFrom(int64_t bucket, int64_t first_bucket) const {
     return bucket == first_bucket
                ? 0
@@ -147,8 +151,7 @@ void IntervalIndex::ForEachOverlapping(Slot query, Visit&& visit) const {
   if (buckets_.empty()) return;
   const Positions& positions = layout_->positions_of_slot_[query];
   if (positions.first > positions.last) return;
-  const int64_t first = positions.first >> layout_->bucket_shift_;
-  const int64_t last = positions.last >> layout_->bucket_shift_;
+  const auto [first, last] = BucketsOf(positions);
   for (int64_t bucket = first; bucket <= last; ++bucket) {
     const SlotLayout::Position from = ReportedFrom(bucket, first);
     const Bucket& entries = buckets_[bucket];
