@@ -81,6 +81,27 @@ void IntervalIndex::Insert(Slot slot, Segment storage) {
   }
 }
 
+void IntervalIndex::PrefetchBucketHeads(Slot query) const {
+  if (buckets_.empty()) return;
+  const Positions& positions = layout_->positions_of_slot_[query];
+  if (positions.first > positions.last) return;
+  const auto [first, last] = BucketsOf(positions);
+  PrefetchLines(&buckets_[first], static_cast<size_t>(last - first + 1) * sizeof(Bucket), 4);
+}
+
+void IntervalIndex::PrefetchEntries(Slot query) const {
+  if (buckets_.empty()) return;
+  const Positions& positions = layout_->positions_of_slot_[query];
+  if (positions.first > positions.last) return;
+  const auto [first, last] = BucketsOf(positions);
+  for (int64_t bucket = first; bucket <= std::min(last, first + 1); ++bucket) {
+    const Bucket& entries = buckets_[bucket];
+    PrefetchLines(entries.entries.data(), entries.entries.size() * sizeof(Entry), 16);
+    // Insert appends there if the slot lands in this memory.
+    PrefetchLineForWrite(entries.slots.data() + entries.slots.size());
+  }
+}
+
 size_t IntervalIndex::CollectOverlappingStorage(Slot query, std::vector<Segment>* buffer) const {
   if (buckets_.empty()) return 0;
   const Positions& positions = layout_->positions_of_slot_[query];

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "prefetch.h"
 #include "types.h"
 
 namespace cadence_memplan {
@@ -63,6 +64,9 @@ class SlotLayout {
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }
   const std::vector<Lifetime>& lifetimes() const { return lifetimes_; }
   const TimeAxis& axis() const { return axis_; }
+
+  // Prefetching a query of `slot` (prefetch.h): its positions on the axis.
+  void PrefetchPositions(Slot slot) const { PrefetchLine(&positions_of_slot_[slot]); }
 
  private:
   friend class IntervalIndex;
@@ -109,6 +113,11 @@ class IntervalIndex {
   // branch per entry: about half the entries a query scans overlap it, in no
   // pattern a branch predictor could learn.
   size_t CollectOverlappingStorage(Slot query, std::vector<Segment>* buffer) const;
+
+  // Prefetching a query of `query` (prefetch.h), once its positions are in
+  // cache: the heads of its buckets, then, once those are too, their entries.
+  void PrefetchBucketHeads(Slot query) const;
+  void PrefetchEntries(Slot query) const;
 
  private:
   using Positions = SlotLayout::Positions;

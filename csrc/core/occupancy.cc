@@ -115,6 +115,9 @@ class IntervalOccupancy final : public MemoryOccupancy {
     index_.FindOverlapping(slot, out);
   }
 
+  void PrefetchLocation(Slot slot) const override { index_.PrefetchBucketHeads(slot); }
+  void PrefetchData(Slot slot) const override { index_.PrefetchEntries(slot); }
+
  private:
   Segments OverlappingStorage(Slot slot) const {
     const size_t count = index_.CollectOverlappingStorage(slot, &buffer_);

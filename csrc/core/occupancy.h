@@ -82,6 +82,11 @@ class MemoryOccupancy {
   // Appends every inserted slot whose lifetime overlaps the slot's, in no
   // particular order.
   virtual void FindOverlapping(Slot slot, std::vector<Slot>* out) const = 0;
+
+  // Prefetching for a query of `slot` a visit or two ahead (prefetch.h):
+  // first what locates the slot's data, then, a visit later, the data.
+  virtual void PrefetchLocation(Slot /*slot*/) const {}
+  virtual void PrefetchData(Slot /*slot*/) const {}
 };
 
 // `occupancy` must not be kAuto; `table.layout` must be set unless it is

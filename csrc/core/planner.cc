@@ -145,7 +145,9 @@ class Planner {
   PlanResult Run(const std::vector<TensorIndex>& order) {
     PollInterrupted();  // Building the indexes sorts every lifetime: poll after it.
     int64_t until_interrupt_check = kInterruptCheckInterval;
-    for (TensorIndex i : order) {
+    for (size_t k = 0; k < order.size(); ++k) {
+      const TensorIndex i = order[k];
+      Prefetch(order, k);
       if (--until_interrupt_check == 0) {
         until_interrupt_check = kInterruptCheckInterval;
         PollInterrupted();
@@ -187,6 +189,27 @@ class Planner {
     std::vector<Slot> sorted(list->size());
     for (size_t k = 0; k < sorted.size(); ++k) sorted[k] = (*list)[by_offset[k].second];
     *list = std::move(sorted);
+  }
+
+  // Asks the cache for what the next visits will read (prefetch.h), in
+  // stages, so that each stage's addresses are in cache when it reads them.
+  void Prefetch(const std::vector<TensorIndex>& order, size_t k) const {
+    if (!table_.layout) return;
+    if (k + 3 < order.size()) {
+      const Slot slot = placed_count_ + order[k + 3];
+      table_.layout->PrefetchPositions(slot);
+      PrefetchLine(&table_.slots[slot]);
+      PrefetchLine(&table_.lifetimes[slot]);
+      PrefetchLineForWrite(&result_.placements[order[k + 3]]);
+    }
+    if (k + 2 < order.size()) {
+      const Slot slot = placed_count_ + order[k + 2];
+      for (MemId m = 1; m <= memory_count_; ++m) occupancy_[m]->PrefetchLocation(slot);
+    }
+    if (k + 1 < order.size()) {
+      const Slot slot = placed_count_ + order[k + 1];
+      for (MemId m = 1; m <= memory_count_; ++m) occupancy_[m]->PrefetchData(slot);
+    }
   }
 
   void PollInterrupted() const {
