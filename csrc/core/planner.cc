@@ -1,7 +1,6 @@
 #include "planner.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "occupancy.h"
+#include "stable_sort.h"
 #include "str_cat.h"
 
 namespace cadence_memplan {
@@ -179,16 +179,15 @@ class Planner {
     return lifetimes;
   }
 
-  // A stable sort by offset, done as a plain sort of (offset, position)
-  // pairs, which reads each slot's offset once instead of at every comparison.
+  // Placed offsets are never negative, so they sort as unsigned keys.
   void SortStablyByOffset(std::vector<Slot>* list) const {
-    std::vector<std::pair<Offset, size_t>> by_offset(list->size());
-    for (size_t k = 0; k < by_offset.size(); ++k)
-      by_offset[k] = {table_.slots[(*list)[k]].offset, k};
-    std::sort(by_offset.begin(), by_offset.end());
-    std::vector<Slot> sorted(list->size());
-    for (size_t k = 0; k < sorted.size(); ++k) sorted[k] = (*list)[by_offset[k].second];
-    *list = std::move(sorted);
+    std::vector<Keyed<Slot>> by_offset(list->size());
+    for (size_t k = 0; k < by_offset.size(); ++k) {
+      const Slot slot = (*list)[k];
+      by_offset[k] = {static_cast<uint64_t>(table_.slots[slot].offset), slot};
+    }
+    SortStablyByKey(&by_offset);
+    for (size_t k = 0; k < by_offset.size(); ++k) (*list)[k] = by_offset[k].value;
   }
 
   // Asks the cache for what the next visits will read (prefetch.h), in
@@ -450,32 +449,16 @@ class Planner {
 }  // namespace
 
 std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors) {
-  // Largest first, ties in input order: a stable sort by size. An LSD radix
-  // sort is stable by construction and, on a million tensors, five times
-  // faster than a comparison sort; it sorts the keys largest - size, over
-  // only the bytes in which some keys differ.
+  // Largest first, ties in input order: ascending by largest - size.
   Size largest = 0;
   for (const Tensor& tensor : tensors) largest = std::max(largest, tensor.size);
-  struct Keyed {
-    uint64_t key;
-    TensorIndex index;
-  };
-  std::vector<Keyed> keyed(tensors.size()), scratch(tensors.size());
-  uint64_t differing = 0;
-  for (size_t i = 0; i < keyed.size(); ++i) {
-    keyed[i] = {static_cast<uint64_t>(largest - tensors[i].size), static_cast<TensorIndex>(i)};
-    differing |= keyed[i].key ^ keyed[0].key;
+  std::vector<Keyed<TensorIndex>> by_size(tensors.size());
+  for (size_t i = 0; i < by_size.size(); ++i) {
+    by_size[i] = {static_cast<uint64_t>(largest - tensors[i].size), static_cast<TensorIndex>(i)};
   }
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((differing >> shift) & 0xff) == 0) continue;  // Every key has the same byte here.
-    std::array<size_t, 257> starts{};
-    for (const Keyed& k : keyed) ++starts[((k.key >> shift) & 0xff) + 1];
-    for (size_t digit = 1; digit < starts.size(); ++digit) starts[digit] += starts[digit - 1];
-    for (const Keyed& k : keyed) scratch[starts[(k.key >> shift) & 0xff]++] = k;
-    keyed.swap(scratch);
-  }
-  std::vector<TensorIndex> order(keyed.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = keyed[k].index;
+  SortStablyByKey(&by_size);
+  std::vector<TensorIndex> order(by_size.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = by_size[k].value;
   return order;
 }
 
