@@ -6,6 +6,7 @@
 // step, which costs more than the step itself.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +26,22 @@ size_t CountBelow(const T* first, size_t count, Below&& below) {
     count -= half;
   }
   return static_cast<size_t>(base - first) + (below(*base) ? 1 : 0);
+}
+
+// CountBelow for a caller that knows the first `known` elements satisfy
+// below(element): steps of doubling length from there, then CountBelow
+// within the last step, so an answer d elements past `known` costs
+// O(log d). The steps branch, but there are few.
+template <typename T, typename Below>
+size_t CountBelowFrom(const T* first, size_t count, size_t known, Below&& below) {
+  size_t step = 1;
+  while (known + step <= count && below(first[known + step - 1])) {
+    known += step;
+    step *= 2;
+  }
+  // Unless past the end, first[known + step - 1] is not below.
+  const size_t window = std::min(step - 1, count - known);
+  return known + CountBelow(first + known, window, below);
 }
 
 }  // namespace cadence_memplan

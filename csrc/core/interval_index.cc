@@ -53,6 +53,17 @@ std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
   return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
 }
 
+std::pair<int64_t, int64_t> TimeAxis::SpanOfStartOnAxis(const Lifetime& lifetime,
+                                                         int64_t first_at_least) const {
+  const size_t first =
+      CountBelowFrom(starts_.data(), starts_.size(), static_cast<size_t>(first_at_least),
+                     [&](Time t) { return t < lifetime.start; });
+  // The start itself is on the axis, at `first`, and no later than the end.
+  const size_t past_last = CountBelowFrom(starts_.data(), starts_.size(), first + 1,
+                                          [&](Time t) { return t <= lifetime.end; });
+  return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
+}
+
 SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
     : lifetimes_(std::move(lifetimes)), axis_(lifetimes_) {
   if (axis_.size() > std::numeric_limits<Position>::max()) {
@@ -62,11 +73,18 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
   while ((int64_t{1} << bucket_shift_) < width) ++bucket_shift_;
   bucket_count_ = (axis_.size() + width - 1) / width;
   positions_of_slot_.resize(lifetimes_.size());
+  // Graphs list their tensors in node order more often than not, so each
+  // search starts from the previous start's position when it can.
+  Time previous_start = std::numeric_limits<Time>::max();
+  int64_t previous_first = 0;
   for (size_t slot = 0; slot < lifetimes_.size(); ++slot) {
     const Lifetime& lifetime = lifetimes_[slot];
     if (lifetime.empty()) continue;
-    const auto [first, last] = axis_.Span(lifetime);
+    const int64_t first_at_least = lifetime.start >= previous_start ? previous_first : 0;
+    const auto [first, last] = axis_.SpanOfStartOnAxis(lifetime, first_at_least);
     positions_of_slot_[slot] = {static_cast<Position>(first), static_cast<Position>(last)};
+    previous_start = lifetime.start;
+    previous_first = first;
   }
 }
 

@@ -48,6 +48,11 @@ class TimeAxis {
   // The positions [first, last] of the starts inside a non-empty lifetime;
   // empty (first > last) when none is.
   std::pair<int64_t, int64_t> Span(const Lifetime& lifetime) const;
+  // The same for a lifetime whose start is on the axis at a position known
+  // to be at least `first_at_least`: O(log) of the distances from there,
+  // for callers that walk lifetimes in nearly ascending order.
+  std::pair<int64_t, int64_t> SpanOfStartOnAxis(const Lifetime& lifetime,
+                                                int64_t first_at_least) const;
 
  private:
   std::vector<Time> starts_;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "branch_free.h"
 #include "check.h"
 #include "interval_index.h"
 
@@ -85,6 +86,11 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
   std::mt19937_64 rng(seed);
   std::vector<Lifetime> lifetimes;
   for (int i = 0; i < count; ++i) lifetimes.push_back(RandomLifetime(rng, base, span, lifetimes));
+  // In node order, as graphs mostly list them: SlotLayout then walks the axis.
+  if (seed % 3 == 0) {
+    std::stable_sort(lifetimes.begin(), lifetimes.end(),
+                     [](const Lifetime& a, const Lifetime& b) { return a.start < b.start; });
+  }
   // Fresh lifetimes that are only ever queried, after the stored ones.
   const int fresh = 1 + count / 2;
   for (int i = 0; i < fresh; ++i) lifetimes.push_back(RandomLifetime(rng, base, span, lifetimes));
@@ -191,8 +197,28 @@ void TestManyBuckets() {
 
 }  // namespace
 
+// CountBelowFrom against std::partition_point, from every known prefix.
+void TestCountBelowFrom() {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    const size_t count = rng() % 70;
+    std::vector<Time> values(count);
+    for (Time& value : values) value = static_cast<Time>(rng() % 40);
+    std::sort(values.begin(), values.end());
+    for (Time threshold = -1; threshold <= 41; ++threshold) {
+      const auto below = [threshold](Time value) { return value < threshold; };
+      const size_t expected = static_cast<size_t>(
+          std::partition_point(values.begin(), values.end(), below) - values.begin());
+      for (size_t known = 0; known <= expected; ++known) {
+        CHECK_EQ(cadence_memplan::CountBelowFrom(values.data(), count, known, below), expected);
+      }
+    }
+  }
+}
+
 int main() {
   const auto begin = std::chrono::steady_clock::now();
+  TestCountBelowFrom();
   TestEmptyIndex();
   TestEmptyQueries();
   TestInclusiveEnds();
