@@ -45,7 +45,7 @@ TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 
-std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
+AxisSpan TimeAxis::Span(const Lifetime& lifetime) const {
   const size_t first =
       CountBelow(starts_.data(), starts_.size(), [&](Time t) { return t < lifetime.start; });
   const size_t past_last =
@@ -53,8 +53,7 @@ std::pair<int64_t, int64_t> TimeAxis::Span(const Lifetime& lifetime) const {
   return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
 }
 
-std::pair<int64_t, int64_t> TimeAxis::SpanOfStartOnAxis(const Lifetime& lifetime,
-                                                         int64_t first_at_least) const {
+AxisSpan TimeAxis::SpanOfStartOnAxis(const Lifetime& lifetime, int64_t first_at_least) const {
   const size_t first =
       CountBelowFrom(starts_.data(), starts_.size(), static_cast<size_t>(first_at_least),
                      [&](Time t) { return t < lifetime.start; });
@@ -81,10 +80,10 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
     const Lifetime& lifetime = lifetimes_[slot];
     if (lifetime.empty()) continue;
     const int64_t first_at_least = lifetime.start >= previous_start ? previous_first : 0;
-    const auto [first, last] = axis_.SpanOfStartOnAxis(lifetime, first_at_least);
-    positions_of_slot_[slot] = {static_cast<Position>(first), static_cast<Position>(last)};
+    const AxisSpan span = axis_.SpanOfStartOnAxis(lifetime, first_at_least);
+    positions_of_slot_[slot] = {static_cast<Position>(span.first), static_cast<Position>(span.last)};
     previous_start = lifetime.start;
-    previous_first = first;
+    previous_first = span.first;
   }
 }
 

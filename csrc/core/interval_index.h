@@ -37,6 +37,15 @@
 
 namespace cadence_memplan {
 
+// The positions [first, last] on a TimeAxis of the starts inside a lifetime.
+// For lifetimes that start on the axis, as a layout's all do, two lifetimes
+// overlap exactly when their spans do.
+struct AxisSpan {
+  int64_t first = 0;
+  int64_t last = -1;
+  bool empty() const { return first > last; }
+};
+
 // The distinct start times of the non-empty lifetimes, ascending.
 class TimeAxis {
  public:
@@ -45,14 +54,12 @@ class TimeAxis {
   int64_t size() const { return static_cast<int64_t>(starts_.size()); }
   Time operator[](int64_t position) const { return starts_[position]; }
 
-  // The positions [first, last] of the starts inside a non-empty lifetime;
-  // empty (first > last) when none is.
-  std::pair<int64_t, int64_t> Span(const Lifetime& lifetime) const;
+  // The span of a lifetime: empty when no start is inside it.
+  AxisSpan Span(const Lifetime& lifetime) const;
   // The same for a lifetime whose start is on the axis at a position known
   // to be at least `first_at_least`: O(log) of the distances from there,
   // for callers that walk lifetimes in nearly ascending order.
-  std::pair<int64_t, int64_t> SpanOfStartOnAxis(const Lifetime& lifetime,
-                                                int64_t first_at_least) const;
+  AxisSpan SpanOfStartOnAxis(const Lifetime& lifetime, int64_t first_at_least) const;
 
  private:
   std::vector<Time> starts_;
@@ -69,6 +76,11 @@ class SlotLayout {
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }
   const std::vector<Lifetime>& lifetimes() const { return lifetimes_; }
   const TimeAxis& axis() const { return axis_; }
+  // axis().Span(lifetime(slot)), computed once.
+  AxisSpan span(Slot slot) const {
+    const Positions& positions = positions_of_slot_[slot];
+    return {positions.first, positions.last};
+  }
 
   // Prefetching a query of `slot` (prefetch.h): its positions on the axis.
   void PrefetchPositions(Slot slot) const { PrefetchLine(&positions_of_slot_[slot]); }

@@ -133,24 +133,27 @@ class IntervalOccupancy final : public MemoryOccupancy {
 class TreeOccupancy final : public MemoryOccupancy {
  public:
   TreeOccupancy(const SlotTable& table, Size alignment)
-      : table_(table), alignment_(alignment), tree_(table.layout->axis()), index_(*table.layout) {}
+      : table_(table),
+        alignment_(alignment),
+        tree_(table.layout->axis().size()),
+        index_(*table.layout) {}
 
   void Insert(Slot slot) override {
     const Segment storage = AlignedStorage(table_, slot, alignment_);
     index_.Insert(slot, storage);
-    tree_.Insert(table_.lifetimes[slot], storage);
+    tree_.Insert(table_.layout->span(slot), storage);
   }
 
   Offset LowestFreeOffset(Slot slot) const override {
-    return tree_.LowestHole(table_.lifetimes[slot], table_.slots[slot].size);
+    return tree_.LowestHole(table_.layout->span(slot), table_.slots[slot].size);
   }
 
   SmallestHole FindSmallestHole(Slot slot) const override {
-    return tree_.FindSmallestHole(table_.lifetimes[slot], table_.slots[slot].size);
+    return tree_.FindSmallestHole(table_.layout->span(slot), table_.slots[slot].size);
   }
 
   bool MayCollide(Slot slot, Offset offset) const override {
-    return tree_.Intersects(table_.lifetimes[slot],
+    return tree_.Intersects(table_.layout->span(slot),
                             AlignedStorage(table_.slots[slot].size, offset, alignment_));
   }
 

@@ -48,30 +48,28 @@ void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
   }
 }
 
-void OccupancyTree::Insert(const Lifetime& lifetime, Segment segment) {
-  if (lifetime.empty() || segment.begin >= segment.end) return;
-  const int64_t leaf_count = axis_->size();
+void OccupancyTree::Insert(const AxisSpan& span, Segment segment) {
+  if (span.empty() || segment.begin >= segment.end) return;
   if (covers_.empty()) {
-    covers_.resize(2 * leaf_count);
-    starts_.resize(2 * leaf_count);
+    covers_.resize(2 * leaf_count_);
+    starts_.resize(2 * leaf_count_);
   }
-  const auto [first, last] = axis_->Span(lifetime);
-  ForCanonicalNodes(leaf_count, first, last,
+  ForCanonicalNodes(leaf_count_, span.first, span.last,
                     [&](int64_t node) { AddToList(&covers_[node], segment); });
   // The root's starts_ would be read only by a query over all leaves after
   // leaf 0, which includes none: skip it.
-  for (int64_t node = first + leaf_count; node > 1; node /= 2) AddToList(&starts_[node], segment);
+  for (int64_t node = span.first + leaf_count_; node > 1; node /= 2) {
+    AddToList(&starts_[node], segment);
+  }
 }
 
-void OccupancyTree::GatherLists(const Lifetime& lifetime) const {
+void OccupancyTree::GatherLists(const AxisSpan& span) const {
   lists_.clear();
-  if (covers_.empty() || lifetime.empty()) return;
-  const int64_t leaf_count = axis_->size();
-  const auto [first, last] = axis_->Span(lifetime);
-  for (int64_t node = first + leaf_count; node >= 1; node /= 2) {
+  if (covers_.empty() || span.empty()) return;
+  for (int64_t node = span.first + leaf_count_; node >= 1; node /= 2) {
     if (!covers_[node].empty()) lists_.push_back(&covers_[node]);
   }
-  ForCanonicalNodes(leaf_count, first + 1, last, [&](int64_t node) {
+  ForCanonicalNodes(leaf_count_, span.first + 1, span.last, [&](int64_t node) {
     if (!starts_[node].empty()) lists_.push_back(&starts_[node]);
   });
 }
@@ -139,8 +137,8 @@ void OccupancyTree::VisitUnion(Visit&& visit) const {
   visit(run);
 }
 
-Offset OccupancyTree::LowestHole(const Lifetime& lifetime, Size size) const {
-  GatherLists(lifetime);
+Offset OccupancyTree::LowestHole(const AxisSpan& span, Size size) const {
+  GatherLists(span);
   Offset below = 0;  // End of the runs visited so far.
   VisitUnion([&](const Segment& run) {
     if (run.begin - below >= size) return true;
@@ -150,8 +148,8 @@ Offset OccupancyTree::LowestHole(const Lifetime& lifetime, Size size) const {
   return below;
 }
 
-SmallestHole OccupancyTree::FindSmallestHole(const Lifetime& lifetime, Size size) const {
-  GatherLists(lifetime);
+SmallestHole OccupancyTree::FindSmallestHole(const AxisSpan& span, Size size) const {
+  GatherLists(span);
   SmallestHole best;
   Size best_length = 0;
   VisitUnion([&](const Segment& run) {
@@ -168,8 +166,8 @@ SmallestHole OccupancyTree::FindSmallestHole(const Lifetime& lifetime, Size size
   return best;
 }
 
-bool OccupancyTree::Intersects(const Lifetime& lifetime, Segment segment) const {
-  GatherLists(lifetime);
+bool OccupancyTree::Intersects(const AxisSpan& span, Segment segment) const {
+  GatherLists(span);
   for (const SegmentList* list : lists_) {
     const size_t after = CountBelow(list->data(), list->size(),
                                     [&](const Segment& s) { return s.end <= segment.begin; });

@@ -18,8 +18,10 @@
 // O(log T) sorted lists, and a query costs O(m log log T) for the m segments
 // in those lists, however many tensors they merge.
 //
-// Segments are half-open byte ranges [begin, end). Lifetimes are inclusive
-// [start, end] (types.h); empty ones overlap nothing and are never stored.
+// Segments are half-open byte ranges [begin, end). A tensor's time is given as
+// its lifetime's span on the axis (AxisSpan, interval_index.h), which the
+// slot layout computes once per slot; empty spans overlap nothing and are
+// never stored.
 #pragma once
 
 #include <cstdint>
@@ -40,31 +42,31 @@ struct SmallestHole {
 
 class OccupancyTree {
  public:
-  // The tree starts empty; `axis` must outlive it.
-  explicit OccupancyTree(const TimeAxis& axis) : axis_(&axis) {}
+  // The tree starts empty, over an axis of `leaf_count` starts.
+  explicit OccupancyTree(int64_t leaf_count) : leaf_count_(leaf_count) {}
 
-  // Records that `segment` is taken during `lifetime` (one of the axis's
-  // lifetimes). Empty lifetimes and empty segments are ignored.
-  void Insert(const Lifetime& lifetime, Segment segment);
+  // Records that `segment` is taken during `span`. Empty spans and empty
+  // segments are ignored.
+  void Insert(const AxisSpan& span, Segment segment);
 
   // The lowest hole of at least `size` > 0 bytes among the segments taken
-  // during `lifetime`: its begin, or the top when no hole below the top holds it.
-  Offset LowestHole(const Lifetime& lifetime, Size size) const;
+  // during `span`: its begin, or the top when no hole below the top holds it.
+  Offset LowestHole(const AxisSpan& span, Size size) const;
 
   // The smallest hole of at least `size` > 0 bytes, the lowest among equals;
   // when there is none, the top. A hole of exactly `size` ends the search,
   // so `top` is only meaningful when `begin` is kNoOffset.
-  SmallestHole FindSmallestHole(const Lifetime& lifetime, Size size) const;
+  SmallestHole FindSmallestHole(const AxisSpan& span, Size size) const;
 
-  // Whether `segment` meets a segment taken during `lifetime`.
-  bool Intersects(const Lifetime& lifetime, Segment segment) const;
+  // Whether `segment` meets a segment taken during `span`.
+  bool Intersects(const AxisSpan& span, Segment segment) const;
 
  private:
   using SegmentList = std::vector<Segment>;  // Sorted, disjoint, none touching the next.
 
   // Points `lists_` at the non-empty lists whose union is the bytes taken
-  // during `lifetime`.
-  void GatherLists(const Lifetime& lifetime) const;
+  // during `span`.
+  void GatherLists(const AxisSpan& span) const;
   static void AddToList(SegmentList* list, Segment segment);
 
   // Visits the union of lists_ in offset order, as maximal runs of touching
@@ -72,8 +74,8 @@ class OccupancyTree {
   template <typename Visit>
   void VisitUnion(Visit&& visit) const;
 
-  const TimeAxis* axis_;
-  // Heap-ordered over the axis's leaves (leaf i is node leaf_count + i); both
+  int64_t leaf_count_;
+  // Heap-ordered over the axis's leaves (leaf i is node leaf_count_ + i); both
   // are allocated on the first insertion, so an unused memory costs nothing.
   std::vector<SegmentList> covers_;
   std::vector<SegmentList> starts_;

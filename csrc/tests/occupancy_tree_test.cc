@@ -58,8 +58,8 @@ std::vector<std::pair<Offset, Size>> Holes(const std::vector<bool>& taken, Offse
   return holes;
 }
 
-void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored, const Lifetime& query,
-                std::mt19937_64& rng) {
+void CheckQuery(const OccupancyTree& tree, const TimeAxis& axis, const std::vector<Stored>& stored,
+                const Lifetime& query, std::mt19937_64& rng) {
   Offset top = 0;
   const std::vector<bool> taken = TakenBytes(stored, query);
   const auto holes = Holes(taken, &top);
@@ -72,7 +72,8 @@ void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored, co
       break;
     }
   }
-  CHECK_EQ(tree.LowestHole(query, size), lowest);
+  const AxisSpan span = axis.Span(query);
+  CHECK_EQ(tree.LowestHole(span, size), lowest);
 
   SmallestHole smallest;
   smallest.top = top;
@@ -83,7 +84,7 @@ void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored, co
       best_length = length;
     }
   }
-  const SmallestHole found = tree.FindSmallestHole(query, size);
+  const SmallestHole found = tree.FindSmallestHole(span, size);
   CHECK_EQ(found.begin, smallest.begin);
   if (smallest.begin == kNoOffset) CHECK_EQ(found.top, smallest.top);
 
@@ -91,7 +92,7 @@ void CheckQuery(const OccupancyTree& tree, const std::vector<Stored>& stored, co
   const Segment probe{begin, begin + size};
   bool meets = false;
   for (Offset b = probe.begin; b < probe.end; ++b) meets = meets || taken[b];
-  CHECK_EQ(tree.Intersects(query, probe), meets);
+  CHECK_EQ(tree.Intersects(span, probe), meets);
 }
 
 int64_t RunRandomCase(uint64_t seed) {
@@ -108,26 +109,26 @@ int64_t RunRandomCase(uint64_t seed) {
                                         : Lifetime{start, start + pick(0, span / 2)});
   }
   const SlotLayout layout(lifetimes);
-  OccupancyTree tree(layout.axis());
+  OccupancyTree tree(layout.axis().size());
   std::vector<Stored> stored;
   int64_t queries = 0;
   for (int i = 0; i < count; ++i) {
     // Touching, overlapping, nested and empty segments.
     const Offset begin = pick(0, kBytes - 25);
     const Segment segment{begin, begin + pick(0, 24)};
-    tree.Insert(lifetimes[i], segment);
+    tree.Insert(layout.span(i), segment);
     stored.push_back({lifetimes[i], segment});
     if (pick(0, 2) == 0) {
       const Lifetime& query = lifetimes[pick(0, count - 1)];
       if (!query.empty()) {
-        CheckQuery(tree, stored, query, rng);
+        CheckQuery(tree, layout.axis(), stored, query, rng);
         ++queries;
       }
     }
   }
   for (const Lifetime& query : lifetimes) {
     if (query.empty()) continue;
-    CheckQuery(tree, stored, query, rng);
+    CheckQuery(tree, layout.axis(), stored, query, rng);
     ++queries;
   }
   return queries;
