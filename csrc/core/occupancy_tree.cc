@@ -50,27 +50,24 @@ void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
 
 void OccupancyTree::Insert(const AxisSpan& span, Segment segment) {
   if (span.empty() || segment.begin >= segment.end) return;
-  if (covers_.empty()) {
-    covers_.resize(2 * leaf_count_);
-    starts_.resize(2 * leaf_count_);
-  }
+  if (nodes_.empty()) nodes_.resize(2 * leaf_count_);
   ForCanonicalNodes(leaf_count_, span.first, span.last,
-                    [&](int64_t node) { AddToList(&covers_[node], segment); });
-  // The root's starts_ would be read only by a query over all leaves after
+                    [&](int64_t node) { AddToList(&nodes_[node].covers, segment); });
+  // The root's starts would be read only by a query over all leaves after
   // leaf 0, which includes none: skip it.
   for (int64_t node = span.first + leaf_count_; node > 1; node /= 2) {
-    AddToList(&starts_[node], segment);
+    AddToList(&nodes_[node].starts, segment);
   }
 }
 
 void OccupancyTree::GatherLists(const AxisSpan& span) const {
   lists_.clear();
-  if (covers_.empty() || span.empty()) return;
+  if (nodes_.empty() || span.empty()) return;
   for (int64_t node = span.first + leaf_count_; node >= 1; node /= 2) {
-    if (!covers_[node].empty()) lists_.push_back(&covers_[node]);
+    if (!nodes_[node].covers.empty()) lists_.push_back(&nodes_[node].covers);
   }
   ForCanonicalNodes(leaf_count_, span.first + 1, span.last, [&](int64_t node) {
-    if (!starts_[node].empty()) lists_.push_back(&starts_[node]);
+    if (!nodes_[node].starts.empty()) lists_.push_back(&nodes_[node].starts);
   });
 }
 

@@ -10,10 +10,10 @@
 // Structure: a segment tree over time whose leaves are the distinct start
 // times of all lifetimes (a TimeAxis, interval_index.h). Every node keeps the union of some
 // tensors' byte segments, as a sorted vector of disjoint, merged segments:
-//   * covers_[v]: tensors whose lifetime's canonical decomposition contains v;
-//   * starts_[v]: tensors whose start leaf lies under v.
-// A tensor alive during [s, e] either covers s, and then sits in covers_ of an
-// ancestor of leaf(s), or starts within (s, e], and then sits in starts_ of a
+//   * covers: tensors whose lifetime's canonical decomposition contains v;
+//   * starts: tensors whose start leaf lies under v.
+// A tensor alive during [s, e] either covers s, and then sits in covers of an
+// ancestor of leaf(s), or starts within (s, e], and then sits in starts of a
 // canonical node of (s, e]. So the bytes taken during [s, e] are the union of
 // O(log T) sorted lists, and a query costs O(m log log T) for the m segments
 // in those lists, however many tensors they merge.
@@ -75,10 +75,16 @@ class OccupancyTree {
   void VisitUnion(Visit&& visit) const;
 
   int64_t leaf_count_;
-  // Heap-ordered over the axis's leaves (leaf i is node leaf_count_ + i); both
-  // are allocated on the first insertion, so an unused memory costs nothing.
-  std::vector<SegmentList> covers_;
-  std::vector<SegmentList> starts_;
+  // A node's two lists side by side: a query reads the covers of the nodes
+  // whose starts the insertion after it updates, and the other way round,
+  // so one cache miss on a node serves both.
+  struct Node {
+    SegmentList covers;
+    SegmentList starts;
+  };
+  // Heap-ordered over the axis's leaves (leaf i is node leaf_count_ + i);
+  // allocated on the first insertion, so an unused memory costs nothing.
+  std::vector<Node> nodes_;
   // Scratch for queries.
   struct Cursor {
     const Segment* next;
