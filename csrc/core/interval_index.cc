@@ -81,7 +81,8 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
     if (lifetime.empty()) continue;
     const int64_t first_at_least = lifetime.start >= previous_start ? previous_first : 0;
     const AxisSpan span = axis_.SpanOfStartOnAxis(lifetime, first_at_least);
-    positions_of_slot_[slot] = {static_cast<Position>(span.first), static_cast<Position>(span.last)};
+    positions_of_slot_[slot] = {static_cast<Position>(span.first),
+                                static_cast<Position>(span.last)};
     previous_start = lifetime.start;
     previous_first = span.first;
   }
