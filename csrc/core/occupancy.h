@@ -7,8 +7,9 @@
 //     too big to scan, as in long exported models.
 //   * kSegmentTree keeps merged byte segments in a segment tree over time
 //     (occupancy_tree.h): the cost follows the holes, not k. Best when
-//     thousands of tensors are alive at once. It also keeps an interval index
-//     for the questions the merged segments cannot answer (see below).
+//     thousands of tensors are alive at once. It also builds an interval index
+//     for the questions the merged segments cannot answer (see below), on
+//     the first such question.
 //   * kScan scans every tensor of the memory in offset order, as TFLM's
 //     planner and TFLite's greedy_by_size do: O(n). It is the simplest
 //     correct native planner, the benchmarks' baseline, and the fastest for
