@@ -95,8 +95,20 @@ void IntervalIndex::Insert(Slot slot, Segment storage) {
   const auto [first, last] = BucketsOf(positions);
   for (int64_t bucket = first; bucket <= last; ++bucket) {
     buckets_[bucket].entries.push_back({positions, storage});
-    buckets_[bucket].slots.push_back(slot);
+    if (slots_kept_) buckets_[bucket].slots.push_back(slot);
   }
+  if (!slots_kept_) inserted_.push_back(slot);
+}
+
+void IntervalIndex::KeepSlots() const {
+  if (slots_kept_) return;
+  slots_kept_ = true;
+  // In insertion order, so each bucket's slots line up with its entries.
+  for (Slot slot : inserted_) {
+    const auto [first, last] = BucketsOf(layout_->positions_of_slot_[slot]);
+    for (int64_t bucket = first; bucket <= last; ++bucket) buckets_[bucket].slots.push_back(slot);
+  }
+  inserted_ = {};
 }
 
 void IntervalIndex::PrefetchBucketHeads(Slot query) const {
@@ -113,10 +125,8 @@ void IntervalIndex::PrefetchEntries(Slot query) const {
   if (positions.first > positions.last) return;
   const auto [first, last] = BucketsOf(positions);
   for (int64_t bucket = first; bucket <= std::min(last, first + 1); ++bucket) {
-    const Bucket& entries = buckets_[bucket];
-    PrefetchLines(entries.entries.data(), entries.entries.size() * sizeof(Entry), 16);
-    // Insert appends there if the slot lands in this memory.
-    PrefetchLineForWrite(entries.slots.data() + entries.slots.size());
+    const std::vector<Entry>& entries = buckets_[bucket].entries;
+    PrefetchLines(entries.data(), entries.size() * sizeof(Entry), 16);
   }
 }
 

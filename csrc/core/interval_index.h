@@ -143,11 +143,14 @@ class IntervalIndex {
     Segment storage;
   };
   // The slots beside the entries, not in them: most queries want only the
-  // storage.
+  // storage. Most plans never ask for the slots at all, so they are kept
+  // only from the first call that does (KeepSlots): until then an insertion
+  // appends its slot to one list instead of writing to every bucket it meets.
   struct Bucket {
     std::vector<Entry> entries;
-    std::vector<Slot> slots;
+    std::vector<Slot> slots;  // Empty until KeepSlots.
   };
+  void KeepSlots() const;
 
   // Whether a bucket reports an entry to `query`: the entry overlaps the
   // query and starts at or after `from`, the bucket's first position, or 0
@@ -169,7 +172,9 @@ class IntervalIndex {
 
   const SlotLayout* layout_;
   // Allocated on the first insertion, so an unused memory costs nothing.
-  std::vector<Bucket> buckets_;
+  mutable std::vector<Bucket> buckets_;
+  mutable bool slots_kept_ = false;
+  mutable std::vector<Slot> inserted_;  // Until KeepSlots: the non-empty slots, in order.
 };
 
 template <typename Visit>
@@ -177,6 +182,7 @@ void IntervalIndex::ForEachOverlapping(Slot query, Visit&& visit) const {
   if (buckets_.empty()) return;
   const Positions& positions = layout_->positions_of_slot_[query];
   if (positions.first > positions.last) return;
+  KeepSlots();
   const auto [first, last] = BucketsOf(positions);
   for (int64_t bucket = first; bucket <= last; ++bucket) {
     const SlotLayout::Position from = ReportedFrom(bucket, first);

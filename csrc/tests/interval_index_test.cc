@@ -119,11 +119,14 @@ int64_t RunRandomCase(uint64_t seed, Time base, Time span, int count) {
     for (int q = 0; q < number; ++q)
       check(std::uniform_int_distribution<Slot>(0, universe - 1)(rng));
   };
-  query_now();
-  for (Slot slot : order) {
-    index.Insert(slot, StorageOf(slot));
-    inserted[slot] = true;
-    if (rng() % 3 == 0) query_now();
+  // The index keeps its slots only from the first query on: in some cases
+  // that query comes only after half the insertions.
+  const size_t quiet = seed % 2 == 1 ? order.size() / 2 : 0;
+  if (quiet == 0) query_now();
+  for (size_t k = 0; k < order.size(); ++k) {
+    index.Insert(order[k], StorageOf(order[k]));
+    inserted[order[k]] = true;
+    if (k >= quiet && rng() % 3 == 0) query_now();
   }
   query_now();
   for (Slot query = 0; query < universe; ++query) check(query);  // Every lifetime at the end.
