@@ -150,6 +150,8 @@ class IntervalIndex {
     std::vector<Entry> entries;
     std::vector<Slot> slots;  // Empty until KeepSlots.
   };
+  // Not safe while another thread queries the same index; each planner
+  // has its own.
   void KeepSlots() const;
 
   // Whether a bucket reports an entry to `query`: the entry overlaps the
