@@ -33,9 +33,10 @@ inline void PrefetchLineForWrite(const void* address) {
 
 // The same for every line of [first, first + bytes), up to `max_lines` lines.
 inline void PrefetchLines(const void* first, size_t bytes, size_t max_lines) {
-  const char* line = static_cast<const char*>(first);
-  const char* end = line + bytes;
-  for (size_t k = 0; k < max_lines && line < end; ++k, line += kCacheLineBytes) PrefetchLine(line);
+  // By offsets, so that no pointer past the end is ever formed.
+  for (size_t offset = 0, k = 0; k < max_lines && offset < bytes; ++k, offset += kCacheLineBytes) {
+    PrefetchLine(static_cast<const char*>(first) + offset);
+  }
 }
 
 }  // namespace cadence_memplan
