@@ -13,23 +13,20 @@ namespace cadence_memplan {
 
 constexpr int kCacheLineBytes = 64;
 
-// A hint that the line holding `address` will soon be read; never faults.
-inline void PrefetchLine(const void* address) {
+// A hint that the line holding `address` will soon be read (kForWrite:
+// written); never faults. The access is a template argument because the
+// builtin takes only a constant.
+template <bool kForWrite>
+inline void Prefetch(const void* address) {
 #if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(address, 0, 3);
+  __builtin_prefetch(address, kForWrite ? 1 : 0, 3);
 #else
   (void)address;
 #endif
 }
 
-// The same for a line that will soon be written.
-inline void PrefetchLineForWrite(const void* address) {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(address, 1, 3);
-#else
-  (void)address;
-#endif
-}
+inline void PrefetchLine(const void* address) { Prefetch<false>(address); }
+inline void PrefetchLineForWrite(const void* address) { Prefetch<true>(address); }
 
 // The same for every line of [first, first + bytes), up to `max_lines` lines.
 inline void PrefetchLines(const void* first, size_t bytes, size_t max_lines) {
