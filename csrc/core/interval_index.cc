@@ -45,14 +45,6 @@ TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 
-AxisSpan TimeAxis::Span(const Lifetime& lifetime) const {
-  const size_t first =
-      CountBelow(starts_.data(), starts_.size(), [&](Time t) { return t < lifetime.start; });
-  const size_t past_last =
-      CountBelow(starts_.data(), starts_.size(), [&](Time t) { return t <= lifetime.end; });
-  return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
-}
-
 AxisSpan TimeAxis::SpanOfStartOnAxis(const Lifetime& lifetime, int64_t first_at_least) const {
   const size_t first =
       CountBelowFrom(starts_.data(), starts_.size(), static_cast<size_t>(first_at_least),

@@ -54,11 +54,9 @@ class TimeAxis {
   int64_t size() const { return static_cast<int64_t>(starts_.size()); }
   Time operator[](int64_t position) const { return starts_[position]; }
 
-  // The span of a lifetime: empty when no start is inside it.
-  AxisSpan Span(const Lifetime& lifetime) const;
-  // The same for a lifetime whose start is on the axis at a position known
-  // to be at least `first_at_least`: O(log) of the distances from there,
-  // for callers that walk lifetimes in nearly ascending order.
+  // The span of a non-empty lifetime whose start is on the axis, at a
+  // position known to be at least `first_at_least`: O(log) of the distances
+  // from there, for callers that walk lifetimes in nearly ascending order.
   AxisSpan SpanOfStartOnAxis(const Lifetime& lifetime, int64_t first_at_least) const;
 
  private:
@@ -76,7 +74,7 @@ class SlotLayout {
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }
   const std::vector<Lifetime>& lifetimes() const { return lifetimes_; }
   const TimeAxis& axis() const { return axis_; }
-  // axis().Span(lifetime(slot)), computed once.
+  // The span of lifetime(slot) on axis(), computed once.
   AxisSpan span(Slot slot) const {
     const Positions& positions = positions_of_slot_[slot];
     return {positions.first, positions.last};

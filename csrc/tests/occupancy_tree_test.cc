@@ -39,6 +39,17 @@ std::vector<bool> TakenBytes(const std::vector<Stored>& stored, const Lifetime& 
   return taken;
 }
 
+// The positions of the axis's starts inside `lifetime`, counted one by one:
+// the tree is given the layout's spans when segments are inserted and these
+// when it is queried, so each holds the other.
+AxisSpan BruteSpan(const TimeAxis& axis, const Lifetime& lifetime) {
+  int64_t first = 0;
+  while (first < axis.size() && axis[first] < lifetime.start) ++first;
+  int64_t last = first - 1;
+  while (last + 1 < axis.size() && axis[last + 1] <= lifetime.end) ++last;
+  return {first, last};
+}
+
 // The holes below the top, as (begin, length), lowest first, and the top.
 std::vector<std::pair<Offset, Size>> Holes(const std::vector<bool>& taken, Offset* top) {
   *top = 0;
@@ -84,7 +95,7 @@ void CheckQuery(const OccupancyTree& tree, const TimeAxis& axis, const std::vect
       break;
     }
   }
-  const AxisSpan span = axis.Span(query);
+  const AxisSpan span = BruteSpan(axis, query);
   CHECK_EQ(tree.LowestHole(span, size), lowest);
 
   SmallestHole smallest;
