@@ -51,6 +51,7 @@ void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
 void OccupancyTree::Insert(const AxisSpan& span, Segment segment) {
   if (span.empty() || segment.begin >= segment.end) return;
   if (nodes_.empty()) nodes_.resize(2 * leaf_count_);
+  bounds_ |= segment.begin | segment.end;
   ForCanonicalNodes(leaf_count_, span.first, span.last,
                     [&](int64_t node) { AddToList(&nodes_[node].covers, segment); });
   // The root's starts would be read only by a query over all leaves after
@@ -148,14 +149,17 @@ Offset OccupancyTree::LowestHole(const AxisSpan& span, Size size) const {
 SmallestHole OccupancyTree::FindSmallestHole(const AxisSpan& span, Size size) const {
   GatherLists(span);
   SmallestHole best;
+  if (lists_.empty()) return best;  // Also before any insertion, with bounds_ still 0.
   Size best_length = 0;
+  // No hole that holds `size` is shorter than `size` rounded up to the grain.
+  const Size shortest = AlignUp(size, bounds_ & -bounds_);
   VisitUnion([&](const Segment& run) {
     const Size length = run.begin - best.top;
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
       best_length = length;
       // No later hole is smaller, and an equal one is not earlier.
-      if (length == size) return true;
+      if (length == shortest) return true;
     }
     best.top = run.end;
     return false;

@@ -54,8 +54,8 @@ class OccupancyTree {
   Offset LowestHole(const AxisSpan& span, Size size) const;
 
   // The smallest hole of at least `size` > 0 bytes, the lowest among equals;
-  // when there is none, the top. A hole of exactly `size` ends the search,
-  // so `top` is only meaningful when `begin` is kNoOffset.
+  // when there is none, the top. A hole no later one can beat ends the
+  // search, so `top` is only meaningful when `begin` is kNoOffset.
   SmallestHole FindSmallestHole(const AxisSpan& span, Size size) const;
 
   // Whether `segment` meets a segment taken during `span`.
@@ -85,6 +85,11 @@ class OccupancyTree {
   // Heap-ordered over the axis's leaves (leaf i is node leaf_count_ + i);
   // allocated on the first insertion, so an unused memory costs nothing.
   std::vector<Node> nodes_;
+  // Every inserted begin and end, or-ed together. A hole runs from 0 or an
+  // end to a begin, so its length is a multiple of this value's lowest set
+  // bit: with aligned placements, a hole of `size` rounded up to that grain
+  // is as small as any that holds it, and best fit stops there.
+  Offset bounds_ = 0;
   // Scratch for queries.
   struct Cursor {
     const Segment* next;
