@@ -50,7 +50,13 @@ void OccupancyTree::AddToList(SegmentList* list, Segment segment) {
 
 void OccupancyTree::Insert(const AxisSpan& span, Segment segment) {
   if (span.empty() || segment.begin >= segment.end) return;
-  if (nodes_.empty()) nodes_.resize(2 * leaf_count_);
+  if (nodes_.empty()) {
+    // One by one: a copied pmr vector would take the default resource.
+    nodes_.reserve(static_cast<size_t>(2 * leaf_count_));
+    for (int64_t node = 0; node < 2 * leaf_count_; ++node) {
+      nodes_.push_back({SegmentList(&arena_), SegmentList(&arena_)});
+    }
+  }
   bounds_ |= segment.begin | segment.end;
   ForCanonicalNodes(leaf_count_, span.first, span.last,
                     [&](int64_t node) { AddToList(&nodes_[node].covers, segment); });

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <vector>
 
 #include "interval_index.h"
@@ -62,7 +63,7 @@ class OccupancyTree {
   bool Intersects(const AxisSpan& span, Segment segment) const;
 
  private:
-  using SegmentList = std::vector<Segment>;  // Sorted, disjoint, none touching the next.
+  using SegmentList = std::pmr::vector<Segment>;  // Sorted, disjoint, none touching the next.
 
   // Points `lists_` at the non-empty lists whose union is the bytes taken
   // during `span`.
@@ -82,6 +83,12 @@ class OccupancyTree {
     SegmentList covers;
     SegmentList starts;
   };
+  // The lists' storage. A tensor goes into a few tens of lists, which grow one
+  // segment at a time: through malloc, their growth and the frees at the
+  // end cost first fit on Y_1 about a tenth of its time. The arena bumps a
+  // pointer and frees everything at once; the blocks a list outgrew are not
+  // reused, about 6 MB more on Y_1's 62,185 tensors.
+  std::pmr::monotonic_buffer_resource arena_;
   // Heap-ordered over the axis's leaves (leaf i is node leaf_count_ + i);
   // allocated on the first insertion, so an unused memory costs nothing.
   std::vector<Node> nodes_;
