@@ -65,7 +65,11 @@ SmallestHole SmallestHoleOf(Segments segments, Size size) {
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
       best_length = length;
-      if (length == size) break;  // Nothing later is smaller or, if equal, earlier.
+      // Nothing later is smaller or, if equal, earlier. The tree's stop at the
+      // size rounded to the grain (occupancy_tree.h) would take a pass over
+      // these few segments for their grain, to shorten a scan the sort
+      // before it outweighs.
+      if (length == size) break;
     }
     best.top = std::max(best.top, segment.end);
   }
