@@ -65,10 +65,10 @@ SmallestHole SmallestHoleOf(Segments segments, Size size) {
     if (length >= size && (best.begin == kNoOffset || length < best_length)) {
       best.begin = best.top;
       best_length = length;
-      // Nothing later is smaller or, if equal, earlier. The tree's stop at the
-      // size rounded to the grain (occupancy_tree.h) would take a pass over
-      // these few segments for their grain, to shorten a scan the sort
-      // before it outweighs.
+      // Nothing later is smaller or, if equal, earlier. The tree stops sooner,
+      // at the size rounded up to the grain (occupancy_tree.h); here finding
+      // the grain would cost a pass over the segments, and the sort above
+      // costs more than the scan that stop would shorten.
       if (length == size) break;
     }
     best.top = std::max(best.top, segment.end);

@@ -37,7 +37,8 @@ namespace cadence_memplan {
 struct SmallestHole {
   Offset begin = kNoOffset;  // kNoOffset: no hole holds the size.
   // The end of the highest segment, 0 without any; set when begin is
-  // kNoOffset (a search may stop at an exact fit, below the top).
+  // kNoOffset (a search may stop below the top, at a hole no later one can
+  // beat).
   Offset top = 0;
 };
 
