@@ -286,6 +286,23 @@ def test_heuristic_kept_incoming_offset_conflict_fails_like_upstream() -> None:
     check_matches_upstream(case, "position")
 
 
+def test_position_never_reads_incoming_offsets() -> None:
+    # Upstream's first fit sets mem_offset to 0 before it reads it, so an incoming offset
+    # that no int64 holds changes nothing; best fit, which may keep it, refuses it.
+    case = Case(
+        **ONE_MEMORY, lifetimes=((0, 4), (2, 6)), sizes=(16, 32), incoming_offsets=(2**70, None)
+    )
+    upstream = run_algorithm(ALGORITHM_CLASSES["position"][0], case)
+    assert isinstance(upstream, Planned)
+    for occupancy in cadence_memplan.OCCUPANCIES:
+        ours = run_algorithm(ALGORITHM_CLASSES["position"][1], case, occupancy=occupancy)
+        assert_same_outcome(upstream, ours, case)
+    heuristic = run_algorithm(ALGORITHM_CLASSES["heuristic"][1], case)
+    assert isinstance(heuristic, Raised)
+    assert "spec incoming offsets" in str(heuristic.error)
+    assert_unchanged(heuristic)
+
+
 def test_heuristic_kept_unaligned_incoming_offset_is_reproduced_and_flagged() -> None:
     case = Case(
         memory_sizes=(256,),

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import chain
-from operator import attrgetter
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +30,15 @@ from executorch.exir.tensor import TensorSpec
 from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, PlanResult, Preplaced
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
-from ..exir.planners import _gc_paused, _int64, _NotExact, _sized_lifetimes
+from ..exir.planners import (
+    _column,
+    _gc_paused,
+    _int64,
+    _NotExact,
+    _object_array,
+    _set_column,
+    _sized_lifetimes,
+)
 
 __all__ = [
     "BestOfHierarchy",
@@ -55,32 +62,42 @@ class _SpecArrays(NamedTuple):
     offsets: npt.NDArray[np.int64]
 
 
-def _read_exact_specs(specs: list[TensorSpec], unset_offset: int | None) -> _SpecArrays:
-    """Every attribute in one pass, ``allocated_memory`` computed as exir does but on
-    arrays; an unset mem_offset becomes ``unset_offset``. Raises _NotExact for anything
-    but plain TensorSpecs of exact int fields."""
+# What a spec's mem_offset means to the reader: "placed", where it must be set (already-
+# placed specs); "incoming", where None stands for -1 (the specs GreedyWithHeuristic may
+# keep the offset of); "ignored", where it is not read (first fit overwrites it unread).
+_Offsets = Literal["placed", "incoming", "ignored"]
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _read_exact_specs(specs: list[TensorSpec], offsets: _Offsets) -> _SpecArrays:
+    """Each attribute in one pass over the specs, ``allocated_memory`` computed as exir
+    does but on arrays. Raises _NotExact for anything but plain TensorSpecs of exact int
+    fields."""
     if not specs:
-        empty = np.zeros(0, dtype=np.int64)
-        return _SpecArrays(empty, empty, empty, empty)
+        return _SpecArrays(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
     try:
         sized = _sized_lifetimes(specs)
-        offsets = list(map(attrgetter("mem_offset"), specs))
-        if None in offsets:
-            if unset_offset is None:
+        offset_array = _EMPTY
+        if offsets != "ignored":
+            values = _column(specs, "mem_offset")
+            unset = values.count(None)
+            if unset and offsets == "placed":
                 raise _NotExact
-            offsets = [unset_offset if offset is None else offset for offset in offsets]
-        offset_array = _int64(offsets)
+            if unset == len(values):  # The usual case: nothing planned these specs yet.
+                offset_array = np.full(len(values), -1, dtype=np.int64)
+            else:
+                offset_array = _int64(-1 if value is None else value for value in values)
     except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
         raise _NotExact from error
     return _SpecArrays(sized.starts, sized.ends, sized.allocated, offset_array)
 
 
-def _read_specs(specs: list[TensorSpec], what: str, unset_offset: int | None) -> _SpecArrays:
+def _read_specs(specs: list[TensorSpec], what: str, offsets: _Offsets) -> _SpecArrays:
     """The arrays the core plans from; ``allocated_memory`` is computed, so read once. Specs
     the fast path cannot read exactly are read attribute by attribute, with the errors
     naming the spec (``what``: "spec" or "already-placed spec")."""
     try:
-        return _read_exact_specs(specs, unset_offset)
+        return _read_exact_specs(specs, offsets)
     except _NotExact:
         pass
     name = what.removesuffix(" spec")
@@ -96,15 +113,20 @@ def _read_specs(specs: list[TensorSpec], what: str, unset_offset: int | None) ->
         starts.append(lifetime[0])
         ends.append(lifetime[1])
         sizes.append(spec.allocated_memory)
-    offsets = [spec.mem_offset for spec in specs]
+    offset_array = _EMPTY
+    if offsets != "ignored":
+        offset_array = as_int64(
+            f"{name} incoming offsets" if offsets == "incoming" else f"{name} offsets",
+            [
+                -1 if spec.mem_offset is None and offsets == "incoming" else spec.mem_offset
+                for spec in specs
+            ],
+        )
     return _SpecArrays(
         as_int64(f"{name} lifetime starts", starts),
         as_int64(f"{name} lifetime ends", ends),
         as_int64(f"{name} sizes", sizes),
-        as_int64(
-            f"{name} incoming offsets" if unset_offset is not None else f"{name} offsets",
-            [unset_offset if o is None else o for o in offsets],
-        ),
+        offset_array,
     )
 
 
@@ -143,6 +165,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
     """Upstream's algorithm interface with ``plan()`` done by the C++ core."""
 
     algorithm: ClassVar[Algorithm]
+    # What plan() makes of the specs' incoming mem_offset (_Offsets): first fit ignores it.
+    incoming_offsets: ClassVar[_Offsets] = "incoming"
 
     def __init__(
         self,
@@ -208,8 +232,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 )
 
         with _gc_paused():
-            read = _read_specs(specs, "spec", -1)
-            read_placed = _read_specs(placed, "already-placed spec", None)
+            read = _read_specs(specs, "spec", self.incoming_offsets)
+            read_placed = _read_specs(placed, "already-placed spec", "placed")
         blocklists = placement_constraints._mem_id_blocklist  # {id(spec): set of mem ids}
         blocked = np.zeros(len(specs), dtype=np.uint64)
         if blocklists:
@@ -256,16 +280,13 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             raise failure from error
         self.last_result = result
 
-        for spec, mem_id, offset in zip(
-            specs, result.mem_ids.tolist(), result.offsets.tolist(), strict=True
-        ):
-            spec.mem_id = mem_id
-            spec.mem_offset = offset
-        everything = placed + specs
+        _set_column(specs, "mem_id", result.mem_ids.tolist())
+        _set_column(specs, "mem_offset", result.offsets.tolist())
+        # Each memory's list by one numpy take: the order is the offsets', so a list's
+        # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
+        everything = _object_array(chain(placed, specs), len(placed) + len(specs))
         for mem_id in range(1, memory_count + 1):
-            state.allocated_buffers[mem_id] = list(
-                map(everything.__getitem__, result.memory_order[mem_id].tolist())
-            )
+            state.allocated_buffers[mem_id] = everything[result.memory_order[mem_id]].tolist()
         # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
         # call: the core's call_bufsizes.
         for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
@@ -277,6 +298,7 @@ class PositionBasedGreedyWithHierarchy(_CorePlannedAlgo):
     """Upstream's PositionBasedGreedyWithHierarchy: first fit, largest tensor first, fastest memory first."""
 
     algorithm = "position"
+    incoming_offsets = "ignored"
 
 
 class GreedyWithHeuristic(_CorePlannedAlgo):

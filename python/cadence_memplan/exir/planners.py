@@ -16,10 +16,11 @@ import gc
 import logging
 import math
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -128,30 +129,40 @@ class _SizedLifetimes(NamedTuple):
     ends: npt.NDArray[np.int64]
     nbytes: npt.NDArray[np.int64]
     allocated: npt.NDArray[np.int64]
-    # The attributes _sized_lifetimes was asked for, each as a tuple over the specs.
-    also: tuple[tuple[Any, ...], ...]
 
 
-def _sized_lifetimes(specs: list[TensorSpec], also: tuple[str, ...] = ()) -> _SizedLifetimes:
+def _column(specs: list[TensorSpec], name: str) -> list[Any]:
+    """One attribute of every spec, read by a C-level loop. A pass per attribute is
+    faster than one pass that reads them all as a tuple per spec and transposes: on Y_1's
+    62,185 specs, 24 ms for the five columns the drop-in reads against 37 ms."""
+    return list(map(attrgetter(name), specs))
+
+
+def _set_column(specs: list[TensorSpec], name: str, values: list[Any]) -> None:
+    """Sets one attribute of every spec, by a C-level loop."""
+    deque(map(setattr, specs, repeat(name), values), maxlen=0)
+
+
+def _object_array(objects: Iterable[Any], count: int) -> npt.NDArray[np.object_]:
+    """``count`` objects as a numpy array, for reordering them by an index array."""
+    return np.fromiter(objects, dtype=object, count=count)
+
+
+def _sized_lifetimes(specs: list[TensorSpec]) -> _SizedLifetimes:
     """What both spec readers (exir's planners, Cadence's drop-in placers) take from a
-    non-empty list of specs, and the attributes named in ``also``, in one pass over the
-    specs (``_SizedLifetimes.also``). Raises _NotExact for anything but plain TensorSpecs
-    whose values the arrays carry exactly; a field of the wrong type raises what reading
-    it raises (TypeError, ...), which the callers turn into _NotExact."""
+    non-empty list of specs. Raises _NotExact for anything but plain TensorSpecs whose
+    values the arrays carry exactly; a field of the wrong type raises what reading it
+    raises (TypeError, ...), which the callers turn into _NotExact."""
     if not set(map(type, specs)) <= {TensorSpec}:
         raise _NotExact  # A subclass may size or realign itself differently.
-    # Each pass over 10^4 specs misses the cache on every spec, so all attributes are
-    # read in one, as a tuple per spec (the collector is paused), then transposed.
-    # `scalar_type` is what TensorSpec.dtype returns, without the property call.
-    lifetimes, dtypes, shapes, alignments, *also_columns = zip(
-        *map(attrgetter("lifetime", "scalar_type", "shape", "alignment", *also), specs),
-        strict=True,
-    )
+    lifetimes = _column(specs, "lifetime")
     if set(map(len, lifetimes)) != {2}:
         raise _NotExact
     lifetime_array = _int64(chain.from_iterable(lifetimes))
+    # `scalar_type` is what TensorSpec.dtype returns, without the property call.
+    dtypes = _column(specs, "scalar_type")
     distinct_dtypes = set(dtypes)
-    elements = _int64(map(math.prod, shapes))
+    elements = _int64(map(math.prod, map(attrgetter("shape"), specs)))
     # From 0 to 2^53 elements, times an element size, the product cannot wrap around int64.
     if elements.min() < 0 or elements.max() >= _EXACT_LIMIT:
         raise _NotExact
@@ -160,7 +171,7 @@ def _sized_lifetimes(specs: list[TensorSpec], also: tuple[str, ...] = ()) -> _Si
     else:
         element_sizes = {dtype: _element_size(dtype) for dtype in distinct_dtypes}
         nbytes = elements * _int64(map(element_sizes.__getitem__, dtypes))
-    alignment_array = _int64(alignments)
+    alignment_array = _int64(_column(specs, "alignment"))
     if (
         nbytes.min() < 0
         or nbytes.max() >= _EXACT_LIMIT
@@ -169,9 +180,7 @@ def _sized_lifetimes(specs: list[TensorSpec], also: tuple[str, ...] = ()) -> _Si
     ):
         raise _NotExact
     allocated = -(-nbytes // alignment_array) * alignment_array
-    return _SizedLifetimes(
-        lifetime_array[0::2], lifetime_array[1::2], nbytes, allocated, tuple(also_columns)
-    )
+    return _SizedLifetimes(lifetime_array[0::2], lifetime_array[1::2], nbytes, allocated)
 
 
 def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
@@ -179,8 +188,9 @@ def _read_exact_specs(specs: list[TensorSpec]) -> _Specs:
     tensors = api.exir_tensors(count)
     if not count:
         return _Specs(specs, tensors)
-    sized = _sized_lifetimes(specs, also=("mem_id", "storage_base"))
-    mem_ids, bases = sized.also
+    sized = _sized_lifetimes(specs)
+    mem_ids = _column(specs, "mem_id")
+    bases = _column(specs, "storage_base")
     # exir_tensors' defaults stand for unset mem_ids (memory 1, not pinned) and storage bases.
     if mem_ids.count(None) != count:
         tensors["pinned"] = [mem_id is not None for mem_id in mem_ids]
@@ -270,9 +280,7 @@ def _realign(specs: list[TensorSpec], final_alignment: npt.NDArray[np.int64]) ->
     """What exir's spec.realign calls leave: each spec's last alignment (0: not reached).
     Set directly, as TensorSpec.realign does; its returned size is not needed."""
     if len(specs) and final_alignment.min() == final_alignment.max() != 0:
-        alignment = int(final_alignment[0])
-        for spec in specs:
-            spec.alignment = alignment
+        _set_column(specs, "alignment", [int(final_alignment[0])] * len(specs))
         return
     for spec, alignment in zip(specs, final_alignment.tolist(), strict=True):
         if alignment:
@@ -333,7 +341,7 @@ def _result(read: _Specs, packing: _Allocations) -> MemoryAlgoResult:
         packing.objects[order].tolist(),
         packing.offsets[order].tolist(),
     )
-    ordered_specs = map(read.specs.__getitem__, order.tolist())
+    ordered_specs = _object_array(read.specs, len(read.specs))[order].tolist()
     return MemoryAlgoResult(
         dict(zip(ordered_specs, allocations, strict=True)), packing.bufsizes.tolist()
     )
