@@ -114,14 +114,11 @@ def _read_specs(specs: list[TensorSpec], what: str, offsets: _Offsets) -> _SpecA
         ends.append(lifetime[1])
         sizes.append(spec.allocated_memory)
     offset_array = _EMPTY
-    if offsets != "ignored":
-        offset_array = as_int64(
-            f"{name} incoming offsets" if offsets == "incoming" else f"{name} offsets",
-            [
-                -1 if spec.mem_offset is None and offsets == "incoming" else spec.mem_offset
-                for spec in specs
-            ],
-        )
+    if offsets == "incoming":
+        values = [-1 if spec.mem_offset is None else spec.mem_offset for spec in specs]
+        offset_array = as_int64(f"{name} incoming offsets", values)
+    elif offsets == "placed":
+        offset_array = as_int64(f"{name} offsets", [spec.mem_offset for spec in specs])
     return _SpecArrays(
         as_int64(f"{name} lifetime starts", starts),
         as_int64(f"{name} lifetime ends", ends),
