@@ -158,3 +158,42 @@ def test_many_tensors_are_aggregated(tmp_path: Path) -> None:
     assert not any(group.find(f"{SVG}title") is not None for group in root.iter(f"{SVG}g"))
     assert any("too many to draw one by one" in text for text in texts(root))
     assert (tmp_path / "map.svg").stat().st_size < 1_000_000
+
+
+def test_tensors_inside_another_are_hatched_and_in_the_legend(tmp_path: Path) -> None:
+    """A tensor inside another's storage (Cadence's in-place cat/slice) is drawn over its
+    host unfilled and hatched, and the legend says what that means; a plan without such
+    tensors has neither."""
+    rows = [("host", 1, 0, 4096, 0, 40), ("part", 1, 0, 2048, 5, 30)]
+    labels, *columns = zip(*rows, strict=True)
+    mem_ids, offsets, sizes, starts, ends = (np.array(column) for column in columns)
+    sharing = TensorTable(
+        list(labels), mem_ids, offsets, sizes, starts, ends, shares_storage=np.array([0, 1], bool)
+    )
+    root = svg_of(tmp_path, sharing, MEMORIES[:1])
+    legend = [text for text in texts(root) if "inside another tensor's storage" in text]
+    assert legend == ["inside another tensor's storage (in place: no bytes of its own)"]
+    assert len(list(root.iter(f"{SVG}pattern"))) >= 1  # the hatching
+    plain = svg_of(tmp_path, table_of(rows), MEMORIES[:1])
+    assert not [text for text in texts(plain) if "inside another" in text]
+    assert not list(plain.iter(f"{SVG}pattern"))
+
+
+def test_labels_never_collide(tmp_path: Path) -> None:
+    """Tensors inside their host share its centre: only the host is named there, and a
+    tensor inside it with room for a name elsewhere keeps its own."""
+    rows = [
+        ("host_tensor", 1, 0, 8192, 0, 60),
+        ("same_place", 1, 0, 8192, 0, 60),  # exactly the host's rectangle
+        ("lower_half", 1, 0, 4096, 0, 60),  # its centre lies below the host's
+    ]
+    labels, *columns = zip(*rows, strict=True)
+    mem_ids, offsets, sizes, starts, ends = (np.array(column) for column in columns)
+    table = TensorTable(
+        list(labels), mem_ids, offsets, sizes, starts, ends,
+        shares_storage=np.array([0, 1, 1], bool),
+    )  # fmt: skip
+    shown = texts(svg_of(tmp_path, table, parse_memory_spec("fast=8KiB:16")))
+    assert "host_tensor" in shown
+    assert "same_place" not in shown
+    assert "lower_half" in shown

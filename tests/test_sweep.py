@@ -398,3 +398,28 @@ def test_cli_sweep_plans_what_plan_plans(tmp_path: Path) -> None:
         tensors = [t for t in plan["tensors"] if t["mem_id"] == memory["mem_id"]]
         assert int(row[f"{name}_tensors"]) == len(tensors) == memory["tensor_count"], name
         assert int(row[f"{name}_peak_usage"]) == memory["peak_usage"], name
+
+
+def test_sweep_plot_has_a_panel_per_memory_when_magnitudes_differ(tmp_path: Path) -> None:
+    """Memories whose sums differ by orders of magnitude get a panel each (on one linear
+    axis the small one lies flat on 0); sums of one magnitude share one panel."""
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
+    from cadence_memplan.cli.plot import SPREAD_FOR_PANELS, plot_sweep, sweep_panels
+
+    def row(size: int, *held: int) -> SweepRow:
+        return SweepRow(size, True, held, (1,) * len(held), held)
+
+    close = [row(64, 100, 300, 0), row(128, 200, 200, 0)]
+    assert sweep_panels(close, 3) is None
+    apart = [row(64, 100, 0, 200 * SPREAD_FOR_PANELS), row(128, 200, 0, 400 * SPREAD_FOR_PANELS)]
+    assert sweep_panels(apart, 3) == [0, 2]  # the memory that holds nothing gets none
+    memories = parse_memory_spec("fast=64:1,near=1MiB:1,far=1GiB:1")
+    heights = []
+    for name, rows in (("close", close), ("apart", apart)):
+        path = tmp_path / f"{name}.png"
+        plot_sweep(path, rows, memories, 0, name)
+        import matplotlib.image
+
+        heights.append(matplotlib.image.imread(path).shape[0])
+    assert heights[0] == 600  # one panel of bytes, one of tensors
+    assert heights[1] > heights[0]  # fast, far, outside fast, tensors

@@ -151,7 +151,7 @@ def plot_memory_map(
     tooltips: dict[str, str] | None = {} if svg else None  # filled by _draw_memory
     for axis, index in panels:
         _draw_memory(axis, table, index, memories[index], last_node, tooltips)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = _legend_handles(axes[0, 0], table, drawn)
     figure.legend(handles, labels, loc="upper right", fontsize=7, frameon=False, ncols=2)
     with write_whole(path) as partial:
         if tooltips:
@@ -179,7 +179,7 @@ def _draw_memory(
     """Draw memory ``index``'s tensors and live bytes on ``axis``; with ``tooltips`` (SVG),
     one patch per tensor whose gid maps to its tooltip there."""
     from matplotlib.collections import PolyCollection
-    from matplotlib.colors import LinearSegmentedColormap, to_rgba
+    from matplotlib.colors import LinearSegmentedColormap
     from matplotlib.patches import Rectangle
 
     mem_id = index + 1
@@ -216,17 +216,17 @@ def _draw_memory(
         drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
         drawn_left = left - (drawn_width - width) / 2
         drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
-        face = to_rgba(colour, 0.8)
-        edge = tuple(0.6 * channel for channel in to_rgba(colour)[:3])  # a darker shade
+        own_style, inside_style = _tensor_styles(colour)
+        inside = table.shares_storage[chosen]
         if tooltips is not None:
             # One patch per tensor, so that SVG gets one element (and <title>) each.
-            for row, x, y, w, h in zip(
-                chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height, strict=True
-            ):
+            for row, x, y, w, h, shares in zip(
+                chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height,
+                inside.tolist(), strict=True,
+            ):  # fmt: skip
                 gid = f"tensor-{mem_id}-{row}"
-                axis.add_patch(
-                    Rectangle((x, y), w, h, facecolor=face, edgecolor=edge, linewidth=0.4, gid=gid)
-                )
+                style = inside_style if shares else own_style
+                axis.add_patch(Rectangle((x, y), w, h, gid=gid, **style))
                 tooltips[gid] = _tooltip(table, row, memory)
         else:
             corners = np.stack(
@@ -238,14 +238,13 @@ def _draw_memory(
                 ],
                 axis=1,
             )
-            axis.add_collection(
-                PolyCollection(
-                    corners,  # type: ignore[arg-type]  # an (n, 4, 2) array is n polygons
-                    facecolors=face,
-                    edgecolors=edge,
-                    linewidths=0.4,
-                )
-            )
+            # Hosts first; the tensors inside them on top, hatched and unfilled, so that
+            # the host shows through and no one reads them as overlapping allocations.
+            for keep, style in ((~inside, own_style), (inside, inside_style)):
+                if keep.any():
+                    axis.add_collection(
+                        PolyCollection(corners[keep], **style)  # type: ignore[arg-type]
+                    )
         if len(chosen) <= LABEL_LIMIT:
             _label_tensors(axis, table, chosen, x_pixels, y_pixels)
     live = live_bytes_per_node(table, mem_id, last_node)
@@ -278,6 +277,42 @@ def _draw_memory(
     )  # fmt: skip
 
 
+def _tensor_styles(colour: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Patch styles of a memory's tensors: those with storage of their own filled in the
+    memory's colour; those inside another's storage (Cadence's in-place cat, slice, view)
+    unfilled, hatched and dashed, drawn over their host."""
+    from matplotlib.colors import to_rgba
+
+    edge = tuple(0.6 * channel for channel in to_rgba(colour)[:3])  # a darker shade
+    own = {"facecolor": to_rgba(colour, 0.8), "edgecolor": edge, "linewidth": 0.4, "zorder": 1}
+    inside = {
+        "facecolor": "none",
+        "edgecolor": (0.1, 0.1, 0.1),
+        "hatch": "////",
+        "linewidth": 0.8,
+        "linestyle": "--",
+        "zorder": 2,
+    }
+    return own, inside
+
+
+def _legend_handles(
+    axis: Axes, table: TensorTable, drawn: Sequence[int]
+) -> tuple[list[Any], list[str]]:
+    """The legend: capacity, live bytes, a tensor, and, when the plan has any, a tensor
+    inside another's storage (drawn inside its host: no bytes of its own)."""
+    from matplotlib.patches import Patch
+
+    handles, labels = axis.get_legend_handles_labels()
+    own, inside = _tensor_styles(f"C{drawn[0] % 10}")
+    handles.append(Patch(**{key: value for key, value in own.items() if key != "zorder"}))
+    labels.append("tensor (its own bytes)")
+    if table.shares_storage.any():
+        handles.append(Patch(**{key: value for key, value in inside.items() if key != "zorder"}))
+        labels.append("inside another tensor's storage (in place: no bytes of its own)")
+    return handles, labels
+
+
 def live_bytes_per_node(table: TensorTable, mem_id: int, node_count: int) -> IntArray:
     """Memory ``mem_id``'s live bytes at each node ``0..node_count`` (tensors inside
     another's storage left out, as in the peak-live bound)."""
@@ -304,21 +339,35 @@ def _label_tensors(
     axis: Axes, table: TensorTable, chosen: np.ndarray[Any, Any], x_pixels: float, y_pixels: float
 ) -> None:
     """Name each tensor inside its rectangle when the name fits (7 pt is about 4.5 px a
-    character wide and 10 px high at 100 dpi)."""
-    for row in chosen.tolist():
+    character wide and 10 px high at 100 dpi) and overlaps no name already placed: tensors
+    with storage of their own first, largest first, then those inside another's storage
+    (whose rectangles lie inside their host's, so their names would land on its)."""
+    placed: list[tuple[float, float, float, float]] = []  # boxes in pixels
+    order = sorted(
+        chosen.tolist(),
+        key=lambda row: (bool(table.shares_storage[row]), -int(table.sizes[row]), row),
+    )
+    for row in order:
         text = str(table.labels[row])
         width_pixels = (table.ends[row] - table.starts[row] + 1) * x_pixels
         height_pixels = table.sizes[row] * y_pixels
         text_pixels = 4.5 * len(text) + 4
         if width_pixels >= text_pixels and height_pixels >= 11:
-            rotation = 0
+            rotation, box = 0, (text_pixels, 11.0)
         elif height_pixels >= text_pixels and width_pixels >= 11:
-            rotation = 90  # tall and narrow: along the rectangle
+            rotation, box = 90, (11.0, text_pixels)  # tall and narrow: along the rectangle
         else:
             continue
+        x = table.starts[row] + (table.ends[row] - table.starts[row] + 1) / 2
+        y = table.offsets[row] + table.sizes[row] / 2
+        centre = (float(x) * x_pixels, float(y) * y_pixels)
+        label_box = (centre[0] - box[0] / 2, centre[1] - box[1] / 2, *box)
+        if any(_overlap(label_box, other) for other in placed):
+            continue
+        placed.append(label_box)
         axis.text(
-            table.starts[row] + (table.ends[row] - table.starts[row] + 1) / 2,
-            table.offsets[row] + table.sizes[row] / 2,
+            x,
+            y,
             text,
             ha="center",
             va="center",
@@ -326,7 +375,21 @@ def _label_tensors(
             rotation=rotation,
             clip_on=True,
             zorder=4,
+            # Readable over a host's edges and the hatching of the tensors inside it.
+            bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
         )
+
+
+def _overlap(
+    first: tuple[float, float, float, float], second: tuple[float, float, float, float]
+) -> bool:
+    """Do two boxes (left, bottom, width, height) overlap?"""
+    return (
+        first[0] < second[0] + second[2]
+        and second[0] < first[0] + first[2]
+        and first[1] < second[1] + second[3]
+        and second[1] < first[1] + first[3]
+    )
 
 
 def _occupancy(
@@ -387,6 +450,23 @@ def _save_svg_with_titles(
 # --------------------------------------------------------------------------- sweep
 
 
+SPREAD_FOR_PANELS = 32  # memories whose sums differ more than this get a panel each
+
+
+def sweep_panels(rows: Sequence[SweepRow], memory_count: int) -> list[int] | None:
+    """The memories (indices) that get a panel of their own, when the largest sums of
+    sizes of the memories that hold anything differ by more than ``SPREAD_FOR_PANELS``
+    times (on one linear axis the small ones would lie flat on 0); None: one panel."""
+    tops = [
+        max((row.tensor_bytes[index] for row in rows if row.fits), default=0)
+        for index in range(memory_count)
+    ]
+    held = [index for index, top in enumerate(tops) if top > 0]
+    if len(held) < 2 or max(tops) <= SPREAD_FOR_PANELS * min(tops[index] for index in held):
+        return None
+    return held
+
+
 def plot_sweep(
     path: str | os.PathLike[str],
     rows: Sequence[SweepRow],
@@ -395,71 +475,111 @@ def plot_sweep(
     title: str,
 ) -> None:
     """The sum of tensor sizes (top) and the tensors (bottom) in each memory against the
-    varied memory's size, with the sum outside memory 1, the sizes that do not fit (shaded), the sizes where
-    a bigger memory held fewer bytes (red triangles) and the first size that keeps every
-    tensor in the varied memory or faster ones (dotted line)."""
+    varied memory's size, with the sum outside memory 1, the sizes that do not fit
+    (shaded), the sizes where a bigger memory held fewer bytes (red triangles) and the
+    first size that keeps every tensor in the varied memory or faster ones (dotted line).
+
+    When the memories' sums differ by orders of magnitude (:func:`sweep_panels`), each
+    memory gets a panel of its own, with its own axis (and the sum outside memory 1 one
+    too): on one axis the small memory and its triangles would lie flat on 0.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (bytes_axis, count_axis) = plt.subplots(
-        2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
-    )
+    panels = sweep_panels(rows, len(memories))
+    name = memories[varied].name
     sizes = np.array([row.size for row in rows], dtype=float)
     fits = np.array([row.fits for row in rows])
-    name = memories[varied].name
-    marker = "o" if len(rows) <= 40 else None
-    for index, memory in enumerate(memories):
-        in_memory = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
-        counts = np.array([row.tensor_counts[index] for row in rows], dtype=float)
-        in_memory[~fits] = np.nan  # no plan, no point
-        counts[~fits] = np.nan
-        colour = f"C{index % 10}"
-        bytes_axis.plot(
-            sizes, in_memory, color=colour, marker=marker, markersize=3, label=memory.name
-        )
-        count_axis.plot(sizes, counts, color=colour, marker=marker, markersize=3)
     outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
     outside[~fits] = np.nan
-    bytes_axis.plot(
-        sizes, outside, color="black", linestyle="--", linewidth=1,
-        label=f"outside {memories[0].name}",
-    )  # fmt: skip
+    outside_label = f"outside {memories[0].name}"
+
+    def held(index: int) -> np.ndarray[Any, Any]:
+        values = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
+        values[~fits] = np.nan  # no plan, no point
+        return values
+
+    # Each bytes panel: (axis, [(values, colour, label, style)]).
+    if panels is None:
+        figure, axes = plt.subplots(
+            2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
+        )
+        lines = [(held(index), f"C{index % 10}", memory.name, "-")
+                 for index, memory in enumerate(memories)]  # fmt: skip
+        lines.append((outside, "black", outside_label, "--"))
+        byte_panels = [(axes[0], lines, varied)]
+    else:
+        extra = len(memories) > 2  # with two memories, outside memory 1 is memory 2
+        count = len(panels) + extra
+        figure, axes = plt.subplots(
+            count + 1, 1, figsize=(10, 1.9 * count + 2), dpi=100, sharex=True,
+            height_ratios=(*([1.0] * count), 1.0),
+        )  # fmt: skip
+        byte_panels = [
+            (axes[position], [(held(index), f"C{index % 10}", memories[index].name, "-")],
+             index)
+            for position, index in enumerate(panels)
+        ]  # fmt: skip
+        if extra:
+            byte_panels.append((axes[len(panels)], [(outside, "black", outside_label, "--")], -1))
+    count_axis = axes[-1]
+    marker = "o" if len(rows) <= 40 else None
+    for index, memory in enumerate(memories):
+        counts = np.array([row.tensor_counts[index] for row in rows], dtype=float)
+        counts[~fits] = np.nan
+        count_axis.plot(
+            sizes, counts, color=f"C{index % 10}", marker=marker, markersize=3,
+            label=memory.name if panels is not None else None,
+        )  # fmt: skip
     notes = moves_against_growth(rows, memories, varied)
     against = [index for index, note in enumerate(notes) if note]
-    if against:
-        bytes_axis.plot(
-            sizes[against],
-            [rows[index].tensor_bytes[varied] for index in against],
-            linestyle="none",
-            marker="v",
-            color="red",
-            markersize=6,
-            label=f"bigger {name}, fewer bytes in {name}" if varied == 0 else
-            f"bigger {name}, fewer bytes in memories 1..{varied + 1}",
-        )  # fmt: skip
+    marks = (
+        f"bigger {name}, fewer bytes in {name}"
+        if varied == 0
+        else f"bigger {name}, fewer bytes in memories 1..{varied + 1}"
+    )
     step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
+    first_failure = int(np.argmin(fits))
+    kept = smallest_size_keeping_all(rows, varied)
+    for axis, panel_lines, index in byte_panels:
+        for values, colour, label, style in panel_lines:
+            axis.plot(
+                sizes, values, color=colour, linestyle=style, marker=None if style == "--"
+                else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
+            )  # fmt: skip
+        if against and (index == varied or (panels is None and axis is byte_panels[0][0])):
+            axis.plot(
+                sizes[against], [rows[row].tensor_bytes[varied] for row in against],
+                linestyle="none", marker="v", color="red", markersize=6, label=marks,
+            )  # fmt: skip
+        top = np.nanmax([np.nanmax(np.nan_to_num(values)) for values, *_ in panel_lines])
+        top = max(float(top), 1.0) * 1.08
+        axis.set_ylim(0, top)
+        _binary_axis(axis.yaxis, top)
+        if panels is None:
+            axis.set_ylabel("sum of tensor sizes")
+        else:
+            axis.set_ylabel("sum of sizes", fontsize=8)
+            axis.set_title(panel_lines[0][2], fontsize=9, loc="left", pad=2)
     for position, row in enumerate(rows):
         if not row.fits:
-            for axis in (bytes_axis, count_axis):
+            for axis in axes:
                 axis.axvspan(
-                    sizes[position] - step / 2,
-                    sizes[position] + step / 2,
-                    color="grey",
-                    alpha=0.3,
-                    linewidth=0,
-                    label="does not fit" if axis is bytes_axis and position == int(np.argmin(fits)) else None,
+                    sizes[position] - step / 2, sizes[position] + step / 2, color="grey",
+                    alpha=0.3, linewidth=0,
+                    label="does not fit" if axis is axes[0] and position == first_failure
+                    else None,
                 )  # fmt: skip
-    kept = smallest_size_keeping_all(rows, varied)
     if kept is not None:
-        for axis in (bytes_axis, count_axis):
+        for axis in axes:
             axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
         if varied == len(memories) - 1:
             what = "fits"
         else:
             what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
-        bytes_axis.annotate(
+        axes[0].annotate(
             f"{what} from {format_bytes(kept.size)}",
             (kept.size, 1.0),
             xycoords=("data", "axes fraction"),
@@ -470,23 +590,29 @@ def plot_sweep(
         )
     low, high = sizes.min(), sizes.max()
     margin = (high - low) * 0.02 or max(high * 0.05, 1.0)
-    bytes_axis.set_xlim(max(low - margin, 0), high + margin)
-    top = np.nanmax(
-        [np.nanmax([row.tensor_bytes[i] for row in rows] + [0]) for i in range(len(memories))]
-        + [np.nanmax(np.nan_to_num(outside))]
-    )
-    bytes_axis.set_ylim(0, max(float(top), 1.0) * 1.08)
-    _binary_axis(bytes_axis.yaxis, max(float(top), 1.0) * 1.08)
+    axes[0].set_xlim(max(low - margin, 0), high + margin)
     _binary_axis(count_axis.xaxis, max(high - low, 1.0))
-    bytes_axis.set_ylabel("sum of tensor sizes")
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
     count_axis.set_xlabel(f"size of {name}")
-    bytes_axis.legend(fontsize=8, loc="best", framealpha=0.85)
-    bytes_axis.set_title(
-        f"{title}: what each memory holds as {name} grows", fontsize=10, loc="left"
-    )
-    figure.tight_layout()
+    if panels is None:
+        axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
+        heading = f"{title}: what each memory holds as {name} grows"
+    else:
+        for axis in axes[:-1]:
+            if len(axis.get_legend_handles_labels()[1]) > 1:  # more than the panel's line
+                axis.legend(fontsize=7, loc="best", framealpha=0.85)
+        count_axis.legend(fontsize=7, loc="best", framealpha=0.85, ncols=len(memories))
+        heading = (
+            f"{title}: what each memory holds as {name} grows (a panel per memory: their"
+            " sums differ by orders of magnitude)"
+        )
+    if panels is None:
+        axes[0].set_title(heading, fontsize=10, loc="left")
+        figure.tight_layout()
+    else:
+        figure.suptitle(heading, fontsize=10, x=0.01, ha="left")
+        figure.tight_layout()
     with write_whole(path) as partial:
         figure.savefig(partial)
     plt.close(figure)
