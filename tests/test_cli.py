@@ -882,3 +882,27 @@ def test_best_where_upstream_placers_do_not_fit(small_csv: Path) -> None:
         )
     assert "best against upstream's position placer" not in result.stdout
     assert "plan check: valid" in result.stdout
+
+
+def test_report_never_rounds_to_optimal_or_full(capsys: pytest.CaptureFixture[str]) -> None:
+    """usage / bound prints 1.000x only when usage equals the bound (the README calls
+    1.000x optimal), and "used" 100.0% only for a memory full to its last byte."""
+    from cadence_memplan.cli.printing import print_report
+    from cadence_memplan.io import parse_memory_spec
+    from cadence_memplan.stats import TensorTable
+
+    def report_row(offsets: list[int], memory: str) -> list[str]:
+        sizes = np.array([1_000_000, 1_000_000])
+        table = TensorTable(
+            ["a", "b"], np.array([1, 1]), np.array(offsets), sizes, np.array([0, 1]),
+            np.array([0, 1]),
+        )  # fmt: skip
+        print_report("t", table, parse_memory_spec(memory), "position", {})
+        return capsys.readouterr().out.splitlines()[3].split()
+
+    above = report_row([0, 16], "1000020:16")  # 16 B above the bound of 1,000,000
+    assert above[4] == "99.9%"
+    assert above[6] == "1.00002x"
+    exact = report_row([0, 0], "1000000:16")
+    assert exact[4] == "100.0%"
+    assert exact[6] == "1.000x"

@@ -25,6 +25,7 @@ from cadence_memplan.analysis.sweep import (
     parse_sweep_sizes,
     smallest_size_keeping_all,
     sweep,
+    sweep_table,
 )
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv
 
@@ -423,3 +424,16 @@ def test_sweep_plot_has_a_panel_per_memory_when_magnitudes_differ(tmp_path: Path
         heights.append(matplotlib.image.imread(path).shape[0])
     assert heights[0] == 600  # one panel of bytes, one of tensors
     assert heights[1] > heights[0]  # fast, far, outside fast, tensors
+
+
+def test_sweep_table_rounds_a_row_alike_and_never_up() -> None:
+    """1.75 MiB prints with the decimals it needs, and a peak just below it stays below
+    (format_bytes alone says 1.8 MiB beside 1.7 MiB)."""
+    memories = parse_memory_spec("fast=2MiB:16,far=1GiB:16")
+    size = 1_835_008  # 1.75 MiB
+    rows = [SweepRow(size, True, (size + 4096, 0), (3, 0), (size - 1, 0))]
+    _, (line,) = sweep_table(rows, memories, 0)
+    assert line[:3] == ["1.75 MiB", "1.74 MiB", "1.75 MiB (3)"]
+    rows = [SweepRow(1 << 20, True, (1 << 20, 0), (1, 0), ((1 << 20) - 23, 0))]
+    _, (line,) = sweep_table(rows, memories, 0)
+    assert line[:2] == ["1.0 MiB", "1023.9 KiB"]

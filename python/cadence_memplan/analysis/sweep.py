@@ -39,6 +39,7 @@ from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_siz
 __all__ = [
     "SweepRow",
     "arrays_planner",
+    "bytes_rounded_down",
     "find_memory",
     "moves_against_growth",
     "parse_sweep_sizes",
@@ -218,6 +219,37 @@ def smallest_size_keeping_all(rows: Sequence[SweepRow], varied: int) -> SweepRow
     return None
 
 
+_BINARY_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def _exact_decimals(sizes: Sequence[int], most: int = 3) -> int:
+    """The fewest decimals (1..``most``) with which every size prints exactly in its unit
+    (1.75 MiB needs 2), or ``most`` when some size needs more."""
+    for decimals in range(1, most + 1):
+        if all(_scaled(size, decimals)[1] == 0 for size in sizes):
+            return decimals
+    return most
+
+
+def _scaled(count: int, decimals: int) -> tuple[int, int]:
+    """(``count`` in its unit times 10**decimals, rounded down; the remainder)."""
+    scale = next((scale for _, scale in _BINARY_UNITS if abs(count) >= scale), 1)
+    return divmod(count * 10**decimals, scale)
+
+
+def bytes_rounded_down(count: int, decimals: int) -> str:
+    """``count`` bytes in binary units with ``decimals`` decimals, rounded down (so a
+    peak below a memory's size never prints as the size, nor above it): 1,835,007 ->
+    ``1.74 MiB`` with 2, where :func:`~cadence_memplan.stats.format_bytes` says
+    ``1.8 MiB``; below 1 KiB in bytes."""
+    unit = next((unit for unit, scale in _BINARY_UNITS if abs(count) >= scale), None)
+    if unit is None:
+        return f"{count} B"
+    scaled, _ = _scaled(count, decimals)
+    whole, fraction = divmod(scaled, 10**decimals)
+    return f"{whole}.{fraction:0{decimals}d} {unit}"
+
+
 def sweep_table(
     rows: Sequence[SweepRow], memories: Sequence[Memory], varied: int
 ) -> tuple[list[str], list[list[str]]]:
@@ -229,15 +261,19 @@ def sweep_table(
         headers += [f"{memory.name}: peak usage", f"{memory.name}: sum of sizes (tensors)"]
     headers += [f"outside {memories[0].name}: sum of sizes", "fits", "note"]
     notes = moves_against_growth(rows, memories, varied)
+    decimals = _exact_decimals([row.size for row in rows])
     table = []
     for row, note in zip(rows, notes, strict=True):
-        line = [format_bytes(row.size)]
+        line = [bytes_rounded_down(row.size, decimals)]
         if row.fits:
             for usage, count, tensors in zip(
                 row.peak_usage, row.tensor_bytes, row.tensor_counts, strict=True
             ):
-                line += [format_bytes(usage), f"{format_bytes(count)} ({tensors:,})"]
-            line += [format_bytes(row.bytes_outside_memory_1), "yes"]
+                line += [
+                    bytes_rounded_down(usage, decimals),
+                    f"{bytes_rounded_down(count, decimals)} ({tensors:,})",
+                ]
+            line += [bytes_rounded_down(row.bytes_outside_memory_1, decimals), "yes"]
             line.append(f"<< moved against growth: {note}" if note else "")
         else:
             line += ["-"] * (2 * len(memories)) + ["-", "no", row.failure]

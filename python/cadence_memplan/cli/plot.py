@@ -36,6 +36,7 @@ from ..stats import (
     memory_stats,
     overall_peak,
 )
+from .printing import percent_used
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -135,7 +136,7 @@ def plot_memory_map(
         _binary_axis(axis.yaxis, top_of_view)
         axis.set_title(
             f"{memory.name}: {stat.tensor_count:,} tensors, peak {format_bytes(stat.peak_usage)}"
-            f" of {format_bytes(memory.size)} ({stat.peak_usage / memory.size:.1%})",
+            f" of {format_bytes(memory.size)} ({percent_used(stat.peak_usage, memory.size)})",
             fontsize=9,
             loc="left",
         )

@@ -22,6 +22,7 @@ from ..stats import (
 
 __all__ = [
     "format_seconds",
+    "percent_used",
     "print_best_summary",
     "print_comparison",
     "print_diff",
@@ -86,7 +87,7 @@ def print_report(
             "-" if memory.base_address is None else hex(memory.base_address),
             f"{memory.size:,}",
             f"{stat.peak_usage:,}",
-            f"{stat.peak_usage / memory.size:.1%}",
+            percent_used(stat.peak_usage, memory.size),
             f"{stat.peak_live_bytes:,}",
             _ratio(stat.peak_usage, stat.peak_live_bytes),
             f"{stat.tensor_count:,}",
@@ -124,9 +125,27 @@ def _optimality_line(proved_optimal: bool, lower_bound: int | None) -> str:
     return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
 
 
+def percent_used(usage: int, size: int) -> str:
+    """``usage`` of ``size`` in percent, one decimal, rounded down: ``100.0%`` only when
+    the memory is full to its last byte."""
+    tenths = usage * 1000 // size
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
 def _ratio(usage: int, bound: int) -> str:
-    """How far a memory's plan is from its peak-live lower bound (1.000x: optimal)."""
-    return f"{usage / bound:.3f}x" if bound > 0 else "-"
+    """How far a memory's plan is from its peak-live lower bound: ``1.000x`` only when
+    usage equals the bound (optimal). A ratio that three decimals would round to 1.000
+    gets the digits that tell it apart (``1.00006x``), or ``>1.000000x`` beyond six."""
+    if bound <= 0:
+        return "-"
+    if usage == bound:
+        return "1.000x"
+    ratio = usage / bound
+    for digits in range(3, 7):
+        text = f"{ratio:.{digits}f}"
+        if text != f"{1:.{digits}f}":
+            return f"{text}x"
+    return f"{'>' if usage > bound else '<'}1.000000x"
 
 
 SUM_OF_SIZES_NOTE = (
