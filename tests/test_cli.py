@@ -906,3 +906,49 @@ def test_report_never_rounds_to_optimal_or_full(capsys: pytest.CaptureFixture[st
     exact = report_row([0, 0], "1000000:16")
     assert exact[4] == "100.0%"
     assert exact[6] == "1.000x"
+
+
+def test_no_room_suggests_memories_that_hold_the_instance(small_csv: Path) -> None:
+    """A CSV that fits nowhere gets a --memory to paste, its last memory grown past the
+    instance's peak-live bound; pasted, it plans."""
+    from cadence_memplan.io import read_minimalloc_csv
+    from cadence_memplan.stats import peak_live_bytes
+
+    instance = read_minimalloc_csv(small_csv)
+    bound = peak_live_bytes(instance.starts, instance.ends, instance.sizes)
+    result = run(small_csv, "--memory", "fast=64:16,slow=1KiB:16", "-q")
+    assert result.returncode == 1
+    line = error_line(result)
+    assert line.startswith("cadence-memplan: error: planning failed: cannot place buffer")
+    match = re.search(r"try --memory (\S+) \(", line)
+    assert match is not None, line
+    suggested = match.group(1)
+    assert suggested.startswith("fast=64:16,slow=")
+    slow = parse_memory_spec(suggested)[-1]
+    assert slow.size >= bound
+    planned = run(small_csv, "--memory", suggested, "-q")
+    assert planned.returncode == 0, planned.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["plann", "x.csv"], "unknown command 'plann' (did you mean 'plan'?"),
+        (["swep", "--vary", "1"], "unknown command 'swep' (did you mean 'sweep'?"),
+        (["--memory", "1KiB:16", "--memory", "2KiB:16"], "argument --memory: given more than once"),
+        (["--no-alloc-inputs"], "--no-alloc-inputs: for models only"),
+        (["--lowering", "exir"], "--lowering exir: for models only"),
+        (["sweep", "--vary", "1", "--sizes", "8KiB:32KiB:100000"], "more than 1,000"),
+    ],
+)
+def test_usage_errors_say_what_to_do(small_csv: Path, arguments: list[str], message: str) -> None:
+    """A misspelled command is named with the nearest one; a repeated --memory, a model's
+    option on a CSV and a sweep of too many sizes are refused, each in one line."""
+    if arguments[0] not in ("plann", "swep", "sweep"):
+        arguments = [str(small_csv), *arguments]
+    elif arguments[0] == "sweep":
+        arguments = ["sweep", str(small_csv), *arguments[1:]]
+    result = run(*arguments)
+    assert result.returncode == 2
+    assert message in error_line(result)
+    assert len(result.stderr.strip().splitlines()) == 1

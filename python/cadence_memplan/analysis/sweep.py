@@ -37,6 +37,7 @@ from ..io.outputs import write_whole
 from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_sizes_per_memory
 
 __all__ = [
+    "MAX_SWEEP_STEPS",
     "SweepRow",
     "arrays_planner",
     "bytes_rounded_down",
@@ -48,6 +49,8 @@ __all__ = [
     "sweep_table",
     "write_sweep_csv",
 ]
+
+MAX_SWEEP_STEPS = 1000  # sizes one sweep plans at most (a model's re-plan takes ~0.1-1 s)
 
 PlanAt = Callable[[Sequence[Memory]], "TensorTable | str"]
 
@@ -89,6 +92,11 @@ def parse_sweep_sizes(text: str) -> list[int]:
         raise ValueError(f"--sizes: LO {parts[0]} is larger than HI {parts[1]}")
     if steps < 1:
         raise ValueError(f"--sizes: STEPS must be at least 1, got {steps}")
+    if steps > MAX_SWEEP_STEPS:
+        raise ValueError(
+            f"--sizes: STEPS {steps:,} is more than {MAX_SWEEP_STEPS:,}, the most a sweep plans"
+            f" (each size is a plan), e.g. --sizes {parts[0]}:{parts[1]}:{MAX_SWEEP_STEPS}"
+        )
     if steps == 1:
         return [low]
     # Exact integer spacing (no float rounding near 2^62); duplicates when STEPS > HI-LO+1.
@@ -234,7 +242,8 @@ def _exact_decimals(sizes: Sequence[int], most: int = 3) -> int:
 def _scaled(count: int, decimals: int) -> tuple[int, int]:
     """(``count`` in its unit times 10**decimals, rounded down; the remainder)."""
     scale = next((scale for _, scale in _BINARY_UNITS if abs(count) >= scale), 1)
-    return divmod(count * 10**decimals, scale)
+    quotient, remainder = divmod(count * int(10**decimals), scale)
+    return quotient, remainder
 
 
 def bytes_rounded_down(count: int, decimals: int) -> str:

@@ -27,6 +27,7 @@ from ..io.memories import (
 )
 from ..io.outputs import OutputError, OutputFiles
 from ..planning import DoesNotFit, InputError, InvalidPlan, LoweringError
+from ..stats import format_bytes
 
 PROG = "cadence-memplan"
 DEFAULT_ALGORITHM = "position"  # as cadence_memplan.plan and upstream's mem_algo=0
@@ -68,12 +69,14 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
     memory = parser.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
+        action=_Once,
         metavar="[NAME=]SIZE:ALIGN,...",
         help="memories, fastest first; units B, KiB, MiB, GiB, TiB; a memory without a name"
         f" is named by its id (default: {DEFAULT_MEMORY_SPEC})",
     )
     memory.add_argument(
         "--memory-config",
+        action=_Once,
         metavar="FILE",
         help="a .json or .toml file listing memories with names and base addresses",
     )
@@ -95,19 +98,61 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lowering",
         choices=LOWERINGS,
-        default=DEFAULT_LOWERING,
         help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
         " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
         "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
-        " puts Cadence's nops in) (default: %(default)s)",
+        f" puts Cadence's nops in) (default: {DEFAULT_LOWERING})",
     )
     for what in ("inputs", "outputs"):
         parser.add_argument(
             f"--alloc-{what}",
             action=argparse.BooleanOptionalAction,
-            default=True,
             help=f"plan the graph's {what} (models only) (default: yes)",
         )
+
+
+class _Once(argparse.Action):
+    """An option that may be given once: a second one is refused, not silently kept."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest) is not None:
+            raise argparse.ArgumentError(
+                self,
+                f"given more than once ({getattr(namespace, self.dest)!r}, then {values!r});"
+                " list every memory in one, fastest first: --memory fast=256KiB:16,near=4MiB:64",
+            )
+        setattr(namespace, self.dest, values)
+
+
+MODEL_OPTIONS = ("lowering", "alloc_inputs", "alloc_outputs")
+
+
+def model_options(arguments: argparse.Namespace, is_model: bool) -> None:
+    """Options that apply to models only are refused for a CSV instance or a synthetic
+    graph, and set to their defaults for a model (the parser leaves them None, so a given
+    one can be told from a default)."""
+    given = [name for name in MODEL_OPTIONS if getattr(arguments, name) is not None]
+    if given and not is_model:
+        options = ", ".join(_option_text(arguments, name) for name in given)
+        raise CliError(f"{options}: for models only (a CSV or synthetic input has no graph)")
+    if arguments.lowering is None:
+        arguments.lowering = DEFAULT_LOWERING
+    for name in ("alloc_inputs", "alloc_outputs"):
+        if getattr(arguments, name) is None:
+            setattr(arguments, name, True)
+
+
+def _option_text(arguments: argparse.Namespace, name: str) -> str:
+    if name == "lowering":
+        return f"--lowering {arguments.lowering}"
+    flag = name.replace("_", "-")
+    return f"--{flag}" if getattr(arguments, name) else f"--no-{flag}"
 
 
 def _budget(text: str) -> float:
@@ -195,10 +240,11 @@ TENSOR = re.compile(r"\btensor (\d+)\b")
 
 
 @contextlib.contextmanager
-def library_errors() -> Iterator[None]:
+def library_errors(memories: Sequence[Memory] = ()) -> Iterator[None]:
     """The planning library's failures as the command line's: an input that cannot be
     read is a usage error (2); a model that cannot be lowered, a tensor that fits nowhere
-    or a plan the validator refuses is a planning failure (1)."""
+    or a plan the validator refuses is a planning failure (1). A tensor that fits nowhere
+    in an instance whose peak-live bound is known comes with memories that hold it."""
     try:
         yield
     except InputError as error:
@@ -206,11 +252,40 @@ def library_errors() -> Iterator[None]:
     except LoweringError as error:
         raise CliError(one_line(str(error)).split("; ")[0], EXIT_PLANNING_FAILED) from error
     except DoesNotFit as error:
+        hint = room_hint(memories, error.peak_live_bytes)
         raise CliError(
-            f"planning failed: {one_line(error.reason)}", EXIT_PLANNING_FAILED
+            f"planning failed: {one_line(error.reason)}{hint}", EXIT_PLANNING_FAILED
         ) from error
     except InvalidPlan as error:
         raise CliError(one_line(str(error)), EXIT_PLANNING_FAILED) from error
+
+
+def room_hint(memories: Sequence[Memory], peak_live_bytes: int | None) -> str:
+    """What to do when a tensor fits nowhere: the same memories with the last (slowest)
+    grown to a power of two with a quarter more room than the input's peak-live bound
+    (the least any hierarchy must hold; the rest is for fragmentation), as an option to
+    paste. Empty without memories or a bound."""
+    if not memories or not peak_live_bytes:
+        return ""
+    last = memories[-1]
+    wanted = max(last.size, -(-peak_live_bytes * 5 // 4))
+    grown = 1 << (wanted - 1).bit_length()
+    spec = ",".join(
+        f"{memory.name}={_exact_size(grown if memory is last else memory.size)}:{memory.alignment}"
+        for memory in memories
+    )
+    return (
+        f"; to plan it, try --memory {spec} (its last memory holds the peak-live bound,"
+        f" {format_bytes(peak_live_bytes)}, and a quarter more)"
+    )
+
+
+def _exact_size(count: int) -> str:
+    """``4194304`` -> ``4MiB``: exact, so that it can be pasted into --memory."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale and count % scale == 0:
+            return f"{count // scale}{unit}"
+    return str(count)
 
 
 def in_file_terms(message: str, ids: Sequence[str]) -> str:

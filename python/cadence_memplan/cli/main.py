@@ -36,12 +36,14 @@ line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
+from ..models import BUILTIN_INPUTS
 from . import diff_command, plan_command, sweep_command
 from .common import (
     DEFAULT_ALGORITHM,
@@ -108,6 +110,27 @@ def _join_dash_values(parser: argparse.ArgumentParser, arguments: list[str]) -> 
     return joined
 
 
+COMMANDS = ("plan", "sweep", "diff")
+
+
+def _misspelled_command(first: list[str]) -> str | None:
+    """``plann x.csv``: a first word that is no command, option, file or built-in input
+    but close to a command is named, with the command it is probably (else ``plan``
+    would take it for its input and say something about the next word)."""
+    if not first or first[0] in COMMANDS or first[0].startswith("-"):
+        return None
+    word = first[0]
+    if os.path.exists(word) or word in BUILTIN_INPUTS:
+        return None
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if not close:
+        return None
+    return (
+        f"unknown command {word!r} (did you mean {close[0]!r}? the commands are"
+        f" {', '.join(COMMANDS)}; see {PROG} --help)"
+    )
+
+
 def _stdout_closed() -> int:
     """The reader went away (``| head``): stop quietly, as a command killed by SIGPIPE would.
 
@@ -122,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
     commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
+    misspelled = _misspelled_command(arguments_list[:1])
+    if misspelled is not None:
+        print(f"{PROG}: error: {misspelled}", file=sys.stderr)
+        return EXIT_USAGE
     if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")

@@ -41,6 +41,7 @@ from .common import (
     in_file_terms,
     library_errors,
     memories_from_arguments,
+    model_options,
     model_stack_installed,
     quiet_libraries,
     warn,
@@ -142,6 +143,7 @@ def run(arguments: argparse.Namespace) -> int:
         # A numpy-only install still gets a demo from the bare command.
         progress("torch/executorch not installed: planning the synthetic graph instead")
         what = resolve_input("synthetic")
+    model_options(arguments, what.is_model)
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     budget_ms = budget_from_arguments(arguments)
@@ -172,7 +174,7 @@ def _plan(
     algorithm = arguments.algo
     options = {"alloc_inputs": arguments.alloc_inputs, "alloc_outputs": arguments.alloc_outputs}
     # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
-    with quiet_libraries(arguments.debug or not what.is_model), library_errors():
+    with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories):
         loaded = load_input(what, lowering=arguments.lowering, progress=progress)
         if what.kind == "csv" and not loaded.labels:
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")

@@ -31,6 +31,7 @@ from .common import (
     checked_outputs,
     library_errors,
     memories_from_arguments,
+    model_options,
     model_stack_installed,
     quiet_libraries,
     warn,
@@ -97,6 +98,7 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
         what = resolve_input("synthetic")
+    model_options(arguments, what.is_model)
     name = memories[varied].name
     every = max(1, len(sizes) // 10)
 
@@ -110,7 +112,7 @@ def run(arguments: argparse.Namespace) -> int:
             progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
 
     # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
-    with quiet_libraries(arguments.debug or not what.is_model), library_errors():
+    with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories):
         loaded = load_input(what, lowering=arguments.lowering, progress=progress)
         if what.kind == "csv" and not loaded.labels:
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")
