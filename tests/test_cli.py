@@ -442,7 +442,7 @@ def test_memory_names_follow_one_rule(small_csv: Path, tmp_path: Path) -> None:
     assert memory_names(from_file) == ["mem1", "mem2"]
 
 
-def test_plot_without_matplotlib_names_the_extra_quoted(
+def test_plot_without_matplotlib_says_how_to_install_it(
     small_csv: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -451,7 +451,7 @@ def test_plot_without_matplotlib_names_the_extra_quoted(
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     status = main([str(small_csv), "--plot", str(tmp_path / "map.png")])
     assert status == 2
-    assert 'pip install "cadence-memplan[plot]"' in capsys.readouterr().err
+    assert "--plot needs matplotlib: pip install matplotlib" in capsys.readouterr().err
     assert not (tmp_path / "map.png").exists()
 
 
@@ -952,3 +952,22 @@ def test_usage_errors_say_what_to_do(small_csv: Path, arguments: list[str], mess
     assert result.returncode == 2
     assert message in error_line(result)
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_one_of_a_thing_is_singular(tmp_path: Path) -> None:
+    """ "1 tensor planned", "in 1 size", "1 plan" (not "1 tensors", "1 sizes")."""
+    one = tmp_path / "one.csv"
+    one.write_text("id,lower,upper,size\nonly,0,2,64\n")
+    planned = run(one, "--memory", "1KiB:16", "-q")
+    assert planned.returncode == 0, planned.stderr
+    assert "one.csv: 1 tensor planned with 'position'" in planned.stdout
+    swept = run("sweep", one, "--memory", "1KiB:16", "--vary", "1", "--sizes", "1KiB:1KiB:1", "-q")
+    assert swept.returncode == 0, swept.stderr
+    assert "from 1.0 KiB to 1.0 KiB in 1 size, planned" in swept.stdout
+    assert "planning time: 1 plan in " in swept.stdout
+
+
+def test_minimalloc_instance_counts_its_buffers(small_csv: Path) -> None:
+    """``buffer_count`` is the number of buffers (``count`` is the tuple's method)."""
+    instance = read_minimalloc_csv(small_csv)
+    assert instance.buffer_count == len(instance.ids) == 12

@@ -197,7 +197,7 @@ def test_cli_csv_rows_and_marks(tmp_path: Path) -> None:
     marked = [line for line in result.stdout.splitlines() if "yes  << moved" in line]
     assert len(marked) == 1
     assert marked[0].startswith("10 B ")
-    assert "moved against growth at 1 size(s) (10 B; marked <<)" in result.stdout
+    assert "moved against growth at 1 size (10 B; marked <<)" in result.stdout
     assert "every tensor in fast: at none of the sizes swept" in result.stdout
     assert "planning time: 7 plans in" in result.stdout
 

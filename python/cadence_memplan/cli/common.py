@@ -37,7 +37,9 @@ EXIT_PLANS_DIFFER = 1  # diff, like diff(1)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `head`
-PLOT_EXTRA_HINT = 'pip install "cadence-memplan[plot]"'
+PLOT_EXTRA_HINT = (
+    "pip install matplotlib"  # by itself: the [plot] extra of a source tree rebuilds the core
+)
 EXECUTORCH_HINT = 'pip install torch==2.13.0 && pip install "cadence-memplan[executorch]"'
 
 

@@ -10,7 +10,7 @@ SVG each tensor has a ``<title>`` (a tooltip in browsers). Above ``AGGREGATE_ABO
 tensors a panel draws how much of each small cell of (node, offset) is occupied instead
 of every rectangle, which would only show as texture.
 
-matplotlib is imported when a picture is drawn (``pip install "cadence-memplan[plot]"``).
+matplotlib is imported when a picture is drawn (``pip install matplotlib``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from ..stats import (
 __all__ = [
     "format_seconds",
     "percent_used",
+    "plural",
     "print_best_summary",
     "print_comparison",
     "print_diff",
@@ -42,6 +43,11 @@ HEADERS = (
     "usage / bound",
     "tensors",
 )
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 tensor``, ``2 tensors``, ``1,000 sizes``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -80,7 +86,7 @@ def print_report(
     """``optimality``: ``algorithm="best"``'s (proved_optimal, lower_bound), printed as a
     line of its own."""
     stats = memory_stats(table, len(memories))
-    print(f"{label}: {len(table):,} tensors planned with {algorithm!r}")
+    print(f"{label}: {plural(len(table), 'tensor')} planned with {algorithm!r}")
     rows = [
         [
             memory.name,

@@ -38,7 +38,7 @@ from .common import (
     writing_outputs,
 )
 from .plot import PLOT_SUFFIXES
-from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
+from .printing import SUM_OF_SIZES_NOTE, format_seconds, plural, print_table
 
 
 def add_parser(commands: Any) -> None:
@@ -105,7 +105,7 @@ def run(arguments: argparse.Namespace) -> int:
     def step_done(step: int, size: int) -> None:
         if step == 0:
             progress(
-                f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
+                f"planning at {plural(len(sizes), 'size')} of {name}, {format_bytes(sizes[0])} to"
                 f" {format_bytes(sizes[-1])}"
             )
         elif step % every == 0:
@@ -127,13 +127,13 @@ def run(arguments: argparse.Namespace) -> int:
 
     label = what.label
     print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
-          f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
+          f" {plural(len(sizes), 'size')}, planned with {arguments.algo!r}")  # fmt: skip
     if what.is_model:
         print(f"lowering: {arguments.lowering} ({LOWERING_DESCRIPTIONS[arguments.lowering]})")
     print_table(*sweep_table(rows, memories, varied))
     print(SUM_OF_SIZES_NOTE)
     _print_sweep_summary(rows, memories, varied)
-    print(f"planning time: {len(rows)} plans in {format_seconds(seconds)}")
+    print(f"planning time: {plural(len(rows), 'plan')} in {format_seconds(seconds)}")
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         if arguments.out:
@@ -177,11 +177,11 @@ def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], v
         listed = ", ".join(format_bytes(size) for size in against[:8])
         more = f" and {len(against) - 8} more" if len(against) > 8 else ""
         print(
-            f"moved against growth at {len(against)} size(s) ({listed}{more}; marked <<):"
+            f"moved against growth at {plural(len(against), 'size')} ({listed}{more}; marked <<):"
             f" a bigger {name} held fewer bytes in {fast} than the size before"
         )
     else:
         print(f"moved against growth: never (a bigger {name} never held fewer bytes in {fast})")
     failed = sum(not row.fits for row in rows)
     if failed:
-        print(f"does not fit at {failed} of {len(rows)} sizes")
+        print(f"does not fit at {failed} of {plural(len(rows), 'size')}")

@@ -60,13 +60,19 @@ class MinimallocInstance(NamedTuple):
     """The buffers of one file, in file order, with ExecuTorch's inclusive lifetimes.
 
     ``starts, ends, sizes`` are int64 and go straight into :func:`cadence_memplan.plan`
-    (``plan(*instance[1:], ...)``); ``ids`` is a numpy array of the file's id strings.
+    (``plan(*instance[1:], ...)``); ``ids`` is a numpy array of the file's id strings;
+    ``buffer_count`` is how many there are.
     """
 
     ids: npt.NDArray[np.str_]
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
     sizes: npt.NDArray[np.int64]
+
+    @property
+    def buffer_count(self) -> int:
+        """How many buffers the file has (``count`` is the tuple's method, not this)."""
+        return len(self.ids)
 
 
 def capacity_from_filename(path: str | os.PathLike[str]) -> int | None:
