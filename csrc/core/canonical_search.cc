@@ -54,7 +54,7 @@ Outcome CanonicalSearch::Run() {
   return SolveSides(std::move(root));
 }
 
-Outcome CanonicalSearch::SolveSides(Frame root) {
+inline Outcome CanonicalSearch::SolveSides(Frame root) {
   std::vector<Frame> stack;
   stack.push_back(std::move(root));
   Outcome result = Outcome::kNotFound;
@@ -164,8 +164,8 @@ Outcome CanonicalSearch::SolveSides(Frame root) {
   return result;
 }
 
-CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> items, SectionIndex lo,
-                                                SectionIndex hi) const {
+inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> items,
+                                                       SectionIndex lo, SectionIndex hi) const {
   Part part;
   part.lo = lo;
   part.hi = hi;
@@ -230,7 +230,7 @@ CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> items, Se
   return part;
 }
 
-bool CanonicalSearch::CollectCandidates(const Frame& frame) {
+inline bool CanonicalSearch::CollectCandidates(const Frame& frame) {
   const Part& part = parts_[frame.part];
   std::vector<Candidate>& candidates = candidates_[frame.depth];
   candidates.clear();
@@ -251,7 +251,7 @@ bool CanonicalSearch::CollectCandidates(const Frame& frame) {
   return true;
 }
 
-void CanonicalSearch::SplitSides(const Part& part, ItemIndex i, Frame* sides) const {
+inline void CanonicalSearch::SplitSides(const Part& part, ItemIndex i, Frame* sides) const {
   const Item& item = p_.items[i];
   sides->bounds = {part.lo};
   for (SectionIndex s = std::max(item.lo, part.lo); s + 1 < std::min(item.hi, part.hi); ++s) {
@@ -268,7 +268,7 @@ void CanonicalSearch::SplitSides(const Part& part, ItemIndex i, Frame* sides) co
   }
 }
 
-bool CanonicalSearch::Place(ItemIndex i, Unit k) {
+inline bool CanonicalSearch::Place(ItemIndex i, Unit k) {
   const Item& item = p_.items[i];
   offset_[i] = k;
   solution_[i] = k;
@@ -293,7 +293,7 @@ bool CanonicalSearch::Place(ItemIndex i, Unit k) {
   return split;
 }
 
-void CanonicalSearch::NoteLowestMoved(ItemIndex j) {
+inline void CanonicalSearch::NoteLowestMoved(ItemIndex j) {
   for (SectionIndex s : lowest_in_[j]) {
     if (low_item_[s] != j) continue;  // Stale, or listed twice.
     low_log_.push_back({s, low_[s], j});
@@ -304,7 +304,7 @@ void CanonicalSearch::NoteLowestMoved(ItemIndex j) {
   lowest_in_[j].clear();  // Lowest nowhere now.
 }
 
-void CanonicalSearch::RefreshLows() {
+inline void CanonicalSearch::RefreshLows() {
   if (changed_.size() < 64) {
     std::sort(changed_.begin(), changed_.end());
   } else {  // A counting pass costs less than sorting them.
@@ -333,7 +333,7 @@ void CanonicalSearch::RefreshLows() {
   }
 }
 
-void CanonicalSearch::FindLowest(SectionIndex s) {
+inline void CanonicalSearch::FindLowest(SectionIndex s) {
   Unit lowest = kNoLimit;
   ItemIndex which = kNoItem;
   for (const ItemIndex* j = p_.members.begin(s); j != p_.members.end(s); ++j) {
@@ -345,7 +345,7 @@ void CanonicalSearch::FindLowest(SectionIndex s) {
   SetLowest(s, lowest, which);
 }
 
-void CanonicalSearch::SweepLowest(SectionIndex first, SectionIndex last) {
+inline void CanonicalSearch::SweepLowest(SectionIndex first, SectionIndex last) {
   heap_.clear();
   const auto later = [](const std::pair<Unit, ItemIndex>& x, const std::pair<Unit, ItemIndex>& y) {
     return x > y;
@@ -372,13 +372,13 @@ void CanonicalSearch::SweepLowest(SectionIndex first, SectionIndex last) {
   }
 }
 
-void CanonicalSearch::SetLowest(SectionIndex s, Unit lowest, ItemIndex which) {
+inline void CanonicalSearch::SetLowest(SectionIndex s, Unit lowest, ItemIndex which) {
   low_[s] = lowest;
   low_item_[s] = which;
   if (which != kNoItem) BecomeLowest(which, s);
 }
 
-void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
+inline void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
   ++argmin_sections_[j];
   std::vector<SectionIndex>& list = lowest_in_[j];
   list.push_back(s);
@@ -391,7 +391,7 @@ void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
   }
 }
 
-void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
+inline void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
   const Item& item = p_.items[i];
   while (low_log_.size() > mark.lows) {
     const LowChange& c = low_log_.back();
@@ -411,14 +411,14 @@ void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
   offset_[i] = kNoUnit;
 }
 
-bool CanonicalSearch::SectionFits(SectionIndex s, Unit x) const {
+inline bool CanonicalSearch::SectionFits(SectionIndex s, Unit x) const {
   if (total_[s] == 0) return true;
   const Unit from = std::max(x, low_[s]);
   if (from > capacity_ || total_[s] > capacity_ - from) return false;
   return !p_.has_covered || total_[s] + p_.CoveredAbove(s, from, capacity_) <= capacity_ - from;
 }
 
-bool CanonicalSearch::FitsAfter(const Part& part, Unit x) const {
+inline bool CanonicalSearch::FitsAfter(const Part& part, Unit x) const {
   if (p_.has_covered) {
     for (SectionIndex s = part.lo; s < part.hi; ++s) {
       if (!SectionFits(s, x)) return false;
