@@ -5,7 +5,7 @@ exir's ``greedy`` arena, ours, the peak-live bound, the saving, and what plannin
     python bench/exir_models.py --markdown exir-models.md    # about 10 minutes
     python bench/exir_models.py --models mlp,encoder-8 --repeats 1   # quickly
 
-Models: the zoo (``cadence_memplan.cli.models``) at its defaults, the encoder at 8 and 32
+Models: the zoo (``cadence_memplan.models``) at its defaults, the encoder at 8 and 32
 layers, and torchvision's resnet18, mobilenet_v2 and efficientnet_b0 with random weights
 on one 224x224 image (the ``bench`` extra pins ``torchvision==0.28.0``; rows are skipped,
 saying why, when it does not import). Each model is exported (``torch.export``, strict)
@@ -51,7 +51,7 @@ from table import format_seconds
 
 import cadence_memplan.exir
 from cadence_memplan import api
-from cadence_memplan.cli.models import MODELS, build_model, example_calls
+from cadence_memplan.models import MODELS, build_model, example_calls
 from cadence_memplan.stats import peak_live_bytes_per_memory
 
 __all__ = ["main"]

@@ -55,7 +55,7 @@ from workloads import Workload, instance_workloads, synthetic_workloads
 import cadence_memplan
 import cadence_memplan.exir
 from cadence_memplan import api
-from cadence_memplan.cli.models import build_model
+from cadence_memplan.models import build_model
 from cadence_memplan.stats import peak_live_bytes
 
 __all__ = ["main"]

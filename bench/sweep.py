@@ -38,11 +38,11 @@ from executorch.exir import to_edge
 
 import cadence_memplan.executorch.sweep as sweep_module
 from cadence_memplan.analysis.sweep import parse_sweep_sizes
-from cadence_memplan.cli.models import build_model
 from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
 from cadence_memplan.executorch.lowering import lower_and_plan
 from cadence_memplan.executorch.sweep import PLANNING_FAILURES, Replanner
 from cadence_memplan.io import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec
+from cadence_memplan.models import build_model
 from cadence_memplan.stats import TensorTable
 
 __all__ = ["main"]
@@ -94,7 +94,7 @@ def main() -> None:
     memories = configs(arguments.sizes)
 
     start = time.perf_counter()
-    replanner = Replanner(copy.deepcopy(edge), memories[-1], "position")
+    replanner = Replanner(copy.deepcopy(edge), memories[-1], "position", lowering="exir")
     print(f"Replanner: to_executorch once: {time.perf_counter() - start:.2f} s")
     start = time.perf_counter()
     tables = replan_all(replanner, memories)
@@ -119,7 +119,9 @@ def main() -> None:
         for index in sample:
             start = time.perf_counter()
             try:
-                whole = lower_and_plan(copy.deepcopy(edge), planner, memories[index], "position")
+                whole = lower_and_plan(
+                    copy.deepcopy(edge), planner, memories[index], "position", lowering="exir"
+                )
             except PLANNING_FAILURES:
                 seconds += time.perf_counter() - start
                 if tables[index] is not None:

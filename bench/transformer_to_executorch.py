@@ -38,9 +38,9 @@ from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
 import cadence_memplan
-from cadence_memplan.cli.models import build_model
 from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
 from cadence_memplan.executorch.lowering import TimedPlanning, export_model, lower_exported
+from cadence_memplan.models import build_model
 
 __all__ = ["main"]
 

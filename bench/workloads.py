@@ -185,7 +185,7 @@ def export_encoder_specs(depth: int) -> list[Any]:
     )
     from executorch.exir.passes import SpecPropPass
 
-    from cadence_memplan.cli.models import build_model
+    from cadence_memplan.models import build_model
 
     model, inputs = build_model("encoder", layers=depth, width=256, tokens=128, feedforward=1024)
     with torch.no_grad():

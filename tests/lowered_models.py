@@ -1,7 +1,7 @@
 """Real models, lowered with Cadence's compiler once per test session, and planned through
 ``to_executorch`` with upstream's ``CadenceMemoryPlanning`` or ours (needs torch and
 executorch). Shared by tests/test_end_to_end.py and tests/test_reports.py; the models come
-from the package's model zoo (cadence_memplan.cli.models), as the CLI's and bench's do.
+from the package's model zoo (cadence_memplan.models), as the CLI's and bench's do.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan
-from cadence_memplan.cli.models import build_model
 from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
 from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.models import build_model
 
 compiler = import_cadence_compiler()
 

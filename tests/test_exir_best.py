@@ -59,7 +59,7 @@ from hypothesis import strategies as st
 
 import cadence_memplan
 import cadence_memplan.exir
-from cadence_memplan.cli.models import build_model
+from cadence_memplan.models import build_model
 from cadence_memplan.stats import peak_live_bytes
 
 pytestmark = [

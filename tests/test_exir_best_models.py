@@ -22,7 +22,7 @@ from executorch.exir import ExecutorchBackendConfig, to_edge
 from executorch.exir.memory_planning import Verifier
 
 import cadence_memplan.exir
-from cadence_memplan.cli.models import MODELS, build_model, example_calls
+from cadence_memplan.models import MODELS, build_model, example_calls
 
 runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
 

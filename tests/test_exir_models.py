@@ -32,7 +32,7 @@ from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite
 from executorch.exir.passes import MemoryPlanningPass
 
 import cadence_memplan.exir
-from cadence_memplan.cli.models import build_model
+from cadence_memplan.models import build_model
 
 pytestmark = pytest.mark.executorch
 

@@ -33,9 +33,9 @@ from executorch.exir import EdgeProgramManager, ExecutorchProgramManager
 
 import cadence_memplan
 from cadence_memplan import _core
-from cadence_memplan.cli.models import build_model
 from cadence_memplan.executorch import patching, reports
 from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.models import build_model
 
 pytestmark = pytest.mark.executorch
 
@@ -320,7 +320,7 @@ from executorch.backends.cadence.aot.compiler import (
     export_to_executorch_gen_etrecord,
 )
 
-from cadence_memplan.cli.models import build_model
+from cadence_memplan.models import build_model
 
 if __name__ == "__main__":
     print("argv", sys.argv[1:])

@@ -42,7 +42,6 @@ from executorch.exir.memory_planning import (
 from executorch.exir.tensor import TensorSpec
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
-from cadence_memplan.cli.models import MODELS, build_model
 from cadence_memplan.executorch import cadence, graph_code
 from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
 from cadence_memplan.executorch.lowering import backend_config, export_model, lower_exported
@@ -51,6 +50,7 @@ from cadence_memplan.executorch.planning_pass import (
     signature_with_maps,
     update_lifetimes,
 )
+from cadence_memplan.models import MODELS, build_model
 
 pytestmark = [
     pytest.mark.executorch,

@@ -8,6 +8,8 @@ growth against a case built to have one.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -287,22 +289,22 @@ def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
     from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
     from executorch.exir import to_edge
 
-    from cadence_memplan.cli.models import build_model
     from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
     from cadence_memplan.executorch.lowering import lower_and_plan
     from cadence_memplan.executorch.sweep import PLANNING_FAILURES, Replanner
+    from cadence_memplan.models import build_model
 
     model, inputs = build_model("cnn", image=8)
     edge = to_edge(torch.export.export(model, inputs, strict=False))
     base = parse_memory_spec("fast=4KiB:16,near=8KiB:64")
-    replanner = Replanner(copy.deepcopy(edge), base, "heuristic")
+    replanner = Replanner(copy.deepcopy(edge), base, "heuristic", lowering="exir")
     checked = failed = 0
     sharing = False
     for fast, near in ((1024, 8192), (256, 256), (2048, 8192), (4096, 8192), (8192, 8192)):
         memories = parse_memory_spec(f"fast={fast}:16,near={near}:64")
         try:
             whole = lower_and_plan(
-                copy.deepcopy(edge), CadenceMemoryPlanning, memories, "heuristic"
+                copy.deepcopy(edge), CadenceMemoryPlanning, memories, "heuristic", lowering="exir"
             )
         except MemoryPlanningAlgoFailure:
             with pytest.raises(PLANNING_FAILURES):
@@ -330,7 +332,69 @@ def test_cli_model_sweep(tmp_path: Path) -> None:
     assert "lowering once with to_executorch" in result.stderr
     rows = read_rows(out)
     assert [int(row["size"]) for row in rows] == [1024, 6144, 11264, 16384]
-    # The mlp's 9 tensors: all in fast once it is big enough, fewer below.
-    assert int(rows[-1]["fast_tensors"]) == 9
+    # The 6 tensors of the mlp Cadence ships (`plan mlp` plans 6; exir's plain lowering
+    # has 9): all in fast once it is big enough, fewer below.
+    assert int(rows[-1]["fast_tensors"]) == 6
     assert int(rows[-1]["sum_of_sizes_outside_memory_1"]) == 0
     assert int(rows[0]["sum_of_sizes_outside_memory_1"]) > 0
+
+
+@pytest.mark.executorch
+@pytest.mark.parametrize("algorithm", ["position", "heuristic"])
+def test_model_sweep_rows_equal_plan_at_each_size(algorithm: str) -> None:
+    """Each row of a model's sweep is what ``plan`` reports at that size, on the program
+    Cadence ships (``lowering="cadence"``, Cadence's backend config): per memory, the
+    tensors, the sum of their sizes and the peak usage; a size where ``plan`` finds no
+    room is a row that does not fit. (The sweep once lowered with plain to_edge and
+    exir's default config, a program of other tensors.)"""
+    from cadence_memplan.planning import DoesNotFit, load_input, plan_input, sweep_input
+    from cadence_memplan.stats import peak_usage_per_memory, summed_sizes_per_memory
+
+    loaded = load_input("cnn", lowering="cadence")
+    memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=64KiB:64")
+    sizes = parse_sweep_sizes("4KiB:64KiB:5")
+    rows = sweep_input(loaded, memories, 0, sizes, algorithm, lowering="cadence")
+    assert [row.size for row in rows] == sizes
+    fitting = 0
+    for row in rows:
+        config = [dataclasses.replace(memories[0], size=row.size), *memories[1:]]
+        try:
+            planned = plan_input(loaded, config, algorithm, lowering="cadence")
+        except DoesNotFit:
+            assert not row.fits, row
+            continue
+        assert row.fits, row
+        table, count = planned.table, len(memories)
+        counts = np.bincount(table.mem_ids, minlength=count + 1)[1:]
+        usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, count)[1:]
+        assert row.tensor_counts == tuple(counts.tolist())
+        assert sum(row.tensor_counts) == len(table)
+        assert row.tensor_bytes == tuple(summed_sizes_per_memory(table, count)[1:].tolist())
+        assert row.peak_usage == tuple(usage.tolist())
+        fitting += 1
+    assert 2 <= fitting < len(rows), "sizes that fit and one that does not"
+
+
+@pytest.mark.executorch
+def test_cli_sweep_plans_what_plan_plans(tmp_path: Path) -> None:
+    """``sweep`` and ``plan`` lower the default model the same way (Cadence's, by
+    default): at the size ``plan`` uses, the sweep's row has plan's tensor counts and
+    peaks. ``sweep --lowering`` is accepted as ``plan``'s is."""
+    plan_json = tmp_path / "plan.json"
+    sweep_csv = tmp_path / "sweep.csv"
+    spec = "fast=256KiB:16,near=4MiB:64,far=1GiB:64"
+    planned = run("plan", "--memory", spec, "--out", plan_json, "-q", timeout=300)
+    assert planned.returncode == 0, planned.stderr
+    swept = run(
+        "sweep", "--memory", spec, "--vary", "fast", "--sizes", "256KiB:256KiB:1",
+        "--lowering", "cadence", "--out", sweep_csv, timeout=300,
+    )  # fmt: skip
+    assert swept.returncode == 0, swept.stderr
+    assert "lowering: cadence" in swept.stdout
+    plan = json.loads(plan_json.read_text())
+    (row,) = read_rows(sweep_csv)
+    for memory in plan["memories"]:
+        name = memory["name"]
+        tensors = [t for t in plan["tensors"] if t["mem_id"] == memory["mem_id"]]
+        assert int(row[f"{name}_tensors"]) == len(tensors) == memory["tensor_count"], name
+        assert int(row[f"{name}_peak_usage"]) == memory["peak_usage"], name

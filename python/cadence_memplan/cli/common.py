@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._types import ALGORITHMS
-from ..api import DEFAULT_BUDGET_MS, validate
+from ..api import DEFAULT_BUDGET_MS
+from ..executorch import LOWERINGS
 from ..io.memories import (
     DEFAULT_MEMORY_SPEC,
     Memory,
@@ -26,14 +25,12 @@ from ..io.memories import (
     parse_memory_spec,
     read_memory_config,
 )
-from ..io.minimalloc import read_minimalloc_csv
 from ..io.outputs import OutputError, OutputFiles
-from ..stats import TensorTable
-from ..synthetic import synthetic_graph
-from .models import BUILTIN_INPUTS, DEFAULT_INPUT, MODELS, SYNTHETIC_SIZES, build_model
+from ..planning import DoesNotFit, InputError, InvalidPlan, LoweringError
 
 PROG = "cadence-memplan"
 DEFAULT_ALGORITHM = "position"  # as cadence_memplan.plan and upstream's mem_algo=0
+DEFAULT_LOWERING = "cadence"  # the program Cadence's compiler ships, for plan and sweep alike
 EXIT_PLANNING_FAILED = 1
 EXIT_PLANS_DIFFER = 1  # diff, like diff(1)
 EXIT_USAGE = 2
@@ -66,7 +63,8 @@ class Progress:
 
 
 def add_planning_options(parser: argparse.ArgumentParser) -> None:
-    """--memory/--memory-config, --algo, --alloc-inputs/outputs: how to plan (plan, sweep)."""
+    """--memory/--memory-config, --algo, --budget, --lowering, --alloc-inputs/outputs: how
+    to plan, the same for plan and sweep."""
     memory = parser.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
@@ -93,6 +91,15 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         type=_budget,
         help="with --algo best: stop its search after MS milliseconds (checked between"
         f" candidate plans) (default: {DEFAULT_BUDGET_MS:g})",
+    )
+    parser.add_argument(
+        "--lowering",
+        choices=LOWERINGS,
+        default=DEFAULT_LOWERING,
+        help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
+        " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
+        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
+        " puts Cadence's nops in) (default: %(default)s)",
     )
     for what in ("inputs", "outputs"):
         parser.add_argument(
@@ -124,32 +131,6 @@ def budget_from_arguments(arguments: argparse.Namespace) -> float:
             " tensor once, without a search)"
         )
     return float(arguments.budget)
-
-
-def resolve_input(text: str | None) -> tuple[str, str, Path | None]:
-    """(label, kind, path) with kind "model", "archive", "csv" or "arrays"."""
-    if text is None:
-        return DEFAULT_INPUT, "model", None
-    path = Path(text)
-    if path.exists():
-        if path.is_dir():
-            raise CliError(f"input {text} is a directory, expected a .pt2 or .csv file")
-        suffix = path.suffix.lower()
-        if suffix == ".pt2":
-            return path.name, "archive", path
-        if suffix == ".csv":
-            return path.name, "csv", path
-        raise CliError(
-            f"input {text}: unknown file type {suffix or '(none)'}, expected .pt2 or .csv"
-        )
-    if text in BUILTIN_INPUTS:
-        return text, "model" if text in MODELS else "arrays", None
-    if path.suffix or os.sep in text or "/" in text:
-        raise CliError(f"input {text}: no such file")
-    raise CliError(
-        f"input {text!r} is neither a file nor a built-in model (choose from"
-        f" {', '.join(BUILTIN_INPUTS)}; see --list-models)"
-    )
 
 
 def checked_outputs(
@@ -213,6 +194,25 @@ _TENSOR_WITH_LIFETIME = re.compile(
 TENSOR = re.compile(r"\btensor (\d+)\b")
 
 
+@contextlib.contextmanager
+def library_errors() -> Iterator[None]:
+    """The planning library's failures as the command line's: an input that cannot be
+    read is a usage error (2); a model that cannot be lowered, a tensor that fits nowhere
+    or a plan the validator refuses is a planning failure (1)."""
+    try:
+        yield
+    except InputError as error:
+        raise CliError(one_line(str(error))) from error
+    except LoweringError as error:
+        raise CliError(one_line(str(error)).split("; ")[0], EXIT_PLANNING_FAILED) from error
+    except DoesNotFit as error:
+        raise CliError(
+            f"planning failed: {one_line(error.reason)}", EXIT_PLANNING_FAILED
+        ) from error
+    except InvalidPlan as error:
+        raise CliError(one_line(str(error)), EXIT_PLANNING_FAILED) from error
+
+
 def in_file_terms(message: str, ids: Sequence[str]) -> str:
     """Name CSV buffers by the file's id and half-open ``[lower, upper)``, as the file does."""
 
@@ -229,24 +229,6 @@ def one_line(message: str) -> str:
     return "; ".join(line.strip() for line in message.splitlines() if line.strip()).replace(
         ":; ", ": "
     )
-
-
-def load_arrays(
-    kind: str, label: str, path: Path | None, progress: Progress
-) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """(labels, starts, ends, sizes) of a CSV instance or a built-in synthetic graph."""
-    if kind == "csv":
-        progress(f"reading {path}")
-        try:
-            instance = read_minimalloc_csv(path)  # type: ignore[arg-type]
-        except (OSError, ValueError, UnicodeDecodeError) as error:
-            raise CliError(f"cannot read MiniMalloc CSV: {one_line(str(error))}") from error
-        if not len(instance.ids):
-            warn(f"{path} has a header and no buffers: there is nothing to plan")
-        return instance.ids.tolist(), instance.starts, instance.ends, instance.sizes
-    graph = synthetic_graph(SYNTHETIC_SIZES[label])
-    starts, ends, sizes = graph
-    return [f"t{index}" for index in range(len(graph.sizes))], starts, ends, sizes
 
 
 @contextlib.contextmanager
@@ -274,58 +256,6 @@ class _Discard:
 
 
 _DISCARD: Any = _Discard()
-
-
-def edge_program(label: str, path: Path | None, progress: Progress, lowering: str = "exir") -> Any:
-    """Export (or load) a model and lower it (``lowering``: "cadence", Cadence's passes as
-    its compiler runs them, or "exir", plain ``to_edge``); call it inside
-    :func:`quiet_libraries`."""
-    progress("importing torch and executorch")
-    try:
-        import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
-        import torch
-
-        from ..executorch.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
-    except ImportError as error:
-        raise CliError(
-            f"planning models needs torch and executorch ({error}); install them with"
-            f" `{EXECUTORCH_HINT}`, or plan a CSV instance or `synthetic`"
-        ) from error
-    if path is not None:
-        progress(f"loading {path}")
-        try:
-            exported = torch.export.load(path)
-        except Exception as error:
-            raise CliError(
-                f"cannot read torch.export archive {path}: {one_line(str(error))}"
-            ) from error
-    else:
-        progress(f"exporting the built-in model {label!r} with torch.export")
-        model, example_inputs = build_model(label)
-        exported = export_model(model, example_inputs, lowering)
-    progress(f"lowering with {LOWERING_DESCRIPTIONS[lowering]}")
-    try:
-        return lower_exported(exported, lowering)
-    except Exception as error:
-        raise CliError(
-            f"cannot lower {label} (--lowering {lowering}): {one_line(str(error)).split('; ')[0]}",
-            EXIT_PLANNING_FAILED,
-        ) from error
-
-
-def check_plan(table: TensorTable, memories: Sequence[Memory]) -> str | None:
-    """The validator's verdict on a plan, ``None`` when valid. Tensors that lie inside
-    another's storage on purpose are left out; no other pair may collide."""
-    own = ~table.shares_storage
-    return validate(
-        table.starts[own],
-        table.ends[own],
-        table.sizes[own],
-        table.mem_ids[own],
-        table.offsets[own],
-        [memory.size for memory in memories],
-        [memory.alignment for memory in memories],
-    )
 
 
 @contextlib.contextmanager

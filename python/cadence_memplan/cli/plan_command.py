@@ -5,44 +5,47 @@ trace, program, memory map)."""
 from __future__ import annotations
 
 import argparse
-import copy
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._types import UPSTREAM_ALGORITHMS, PlanningError
-from ..api import plan
-from ..executorch import LOWERINGS
+from ..executorch import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
+from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
+from ..planning import (
+    Comparison,
+    Input,
+    InputPlan,
+    UpstreamPlan,
+    check_plan,
+    compare_with_upstream,
+    load_input,
+    plan_input,
+    resolve_input,
+    upstream_placer_plans,
+)
 from ..stats import TensorTable
 from .common import (
     EXIT_PLANNING_FAILED,
-    EXIT_USAGE,
-    TENSOR,
     CliError,
     Progress,
     add_planning_options,
     budget_from_arguments,
     check_matplotlib,
-    check_plan,
     checked_outputs,
-    edge_program,
     in_file_terms,
-    load_arrays,
+    library_errors,
     memories_from_arguments,
     model_stack_installed,
-    one_line,
     quiet_libraries,
-    resolve_input,
+    warn,
     writing_outputs,
 )
-from .models import BUILTIN_INPUTS, DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
 from .printing import (
     TensorNames,
@@ -70,15 +73,6 @@ def add_parser(commands: Any) -> None:
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
     add_planning_options(planner)
-    planner.add_argument(
-        "--lowering",
-        choices=LOWERINGS,
-        default="cadence",
-        help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
-        " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
-        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
-        " puts Cadence's nops in) (default: %(default)s)",
-    )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -123,177 +117,14 @@ def add_parser(commands: Any) -> None:
     )
 
 
-def _plan_arrays(
-    labels: list[str],
-    starts: np.ndarray[Any, Any],
-    ends: np.ndarray[Any, Any],
-    sizes: np.ndarray[Any, Any],
-    memories: Sequence[Memory],
-    algorithm: str,
-    placer: Callable[..., Any] = plan,
-    file_terms: bool = False,
-    budget_ms: float | None = None,
-) -> tuple[TensorTable, float, Any]:
-    """(the plan, the placer's seconds, the placer's PlanResult)."""
-    began = time.perf_counter()
-    try:
-        result = placer(
-            starts,
-            ends,
-            sizes,
-            [memory.size for memory in memories],
-            [memory.alignment for memory in memories],
-            algorithm=algorithm,
-            **({} if budget_ms is None else {"budget_ms": budget_ms}),
-        )
-    except (PlanningError, ValueError) as error:
-        text = in_file_terms(str(error), labels) if file_terms else str(error)
-        code = EXIT_PLANNING_FAILED if isinstance(error, PlanningError) else EXIT_USAGE
-        raise CliError(f"planning failed: {one_line(text)}", code) from error
-    seconds = time.perf_counter() - began
-    table = TensorTable(labels, result.mem_ids, result.offsets, sizes, starts, ends)
-    return table, seconds, result
-
-
-def _plan_model(
-    arguments: argparse.Namespace,
-    label: str,
-    path: Path | None,
-    memories: Sequence[Memory],
-    progress: Progress,
-    budget_ms: float | None,
-) -> tuple[
-    Any,
-    TensorTable,
-    list[str],
-    dict[str, float],
-    Callable[[], bool] | None,
-    str | None,
-    list[tuple[str, TensorTable | None]],
-]:
-    """Export (or load), lower and plan a model; with --compare, also with upstream's pass
-    (the comparison is printed later, after the report, by the returned callable). With
-    --algo best, also the plans of upstream's placers (the core's), to show what best
-    changed, and best's strategy."""
-    with quiet_libraries(arguments.debug):
-        edge = edge_program(label, path, progress, arguments.lowering)
-        from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
-
-        from ..executorch.cadence import CadenceMemoryPlanning
-        from ..executorch.lowering import lower_and_plan
-
-        # to_executorch changes the edge program's graph, so each rival gets its own copy.
-        best = arguments.algo == "best"
-        against_placers = arguments.compare and best
-        upstream_edge = copy.deepcopy(edge) if arguments.compare and not against_placers else None
-        rival_edges = [copy.deepcopy(edge) for _ in UPSTREAM_ALGORITHMS] if against_placers else []
-        replan_edge = copy.deepcopy(edge) if best and not against_placers else None
-        progress("planning memory in to_executorch with our CadenceMemoryPlanning")
-        planning_options = (
-            memories,
-            arguments.algo,
-            arguments.alloc_inputs,
-            arguments.alloc_outputs,
-        )
-        lowering = {"lowering": arguments.lowering}
-        try:
-            ours = lower_and_plan(
-                edge,
-                CadenceMemoryPlanning,
-                *planning_options,
-                "C++ core",
-                budget_ms,
-                **lowering,
-            )
-        except MemoryPlanningAlgoFailure as error:
-            # Ours chains the PlanningError, whose message is the clearest.
-            cause = error.__cause__
-            message = str(cause) if isinstance(cause, PlanningError) else str(error)
-            spec = getattr(error, "spec", None)
-            if spec is not None:  # "tensor 4" counts within one plan() call: name it instead
-                shape = "x".join(str(size) for size in spec.shape)
-                message = TENSOR.sub(f"a {spec.dtype} tensor [{shape}]", message, count=1)
-            raise CliError(f"planning failed: {one_line(message)}", EXIT_PLANNING_FAILED) from error
-        compare = None
-        upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
-        if replan_edge is not None:
-            from ..executorch.sweep import PLANNING_FAILURES, Replanner
-
-            progress("planning again with upstream's two placers, to show what best changed")
-            try:
-                replanner = Replanner(replan_edge, memories, "position", *planning_options[2:])
-            except ValueError as error:  # a graph with control flow: planned more than once
-                progress(f"not compared with upstream's placers: {one_line(str(error))}")
-            else:
-                for algorithm in UPSTREAM_ALGORITHMS:
-                    try:
-                        upstream_plans.append((algorithm, replanner.plan(memories, algorithm)))
-                    except PLANNING_FAILURES:
-                        upstream_plans.append((algorithm, None))
-        if rival_edges:
-            rivals = []
-            for algorithm, rival_edge in zip(UPSTREAM_ALGORITHMS, rival_edges, strict=True):
-                progress(f"planning again with upstream's {algorithm} placer (--compare)")
-                rival = lower_and_plan(
-                    rival_edge,
-                    CadenceMemoryPlanning,
-                    memories,
-                    algorithm,
-                    *planning_options[2:],
-                    **lowering,
-                )
-                rivals.append((algorithm, rival.table, rival.timings["placer (C++ core)"]))
-                upstream_plans.append((algorithm, rival.table))
-
-            def compare() -> bool:
-                best = ("best", ours.table, ours.timings["placer (C++ core)"])
-                print_placer_comparison([best, *rivals], memories)
-                return True
-
-        if upstream_edge is not None:
-            from executorch.backends.cadence.aot.memory_planning import (
-                CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
-            )
-
-            progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
-            theirs = lower_and_plan(
-                upstream_edge,
-                UpstreamCadenceMemoryPlanning,
-                *planning_options,
-                "upstream Python",
-                **lowering,
-            )
-
-            def compare() -> bool:
-                same = print_comparison(
-                    ours.table,
-                    theirs.table,
-                    ours.timings["placer (C++ core)"],
-                    theirs.timings["placer (upstream Python)"],
-                    "upstream's CadenceMemoryPlanning",
-                )
-                same_bytes = theirs.program.buffer == ours.program.buffer
-                print(f"compare: serialized programs {'identical' if same_bytes else 'DIFFER'}")
-                return same and same_bytes
-
-    return (
-        ours.program,
-        ours.table,
-        ours.node_names,
-        ours.timings,
-        compare,
-        ours.strategy,
-        upstream_plans,
-    )
-
-
 def run(arguments: argparse.Namespace) -> int:
     if arguments.list_models:
         for name, description in BUILTIN_INPUTS.items():
             print(f"{name:<16}{description}")
         return 0
     progress = Progress(arguments.quiet)
-    label, kind, path = resolve_input(arguments.input)
+    with library_errors():
+        what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
     minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, memories)
     outputs = checked_outputs(
@@ -304,131 +135,21 @@ def run(arguments: argparse.Namespace) -> int:
             *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
             (arguments.pte, "--pte", (".pte",)),
         ],
-        inputs=[path, arguments.memory_config],
+        inputs=[what.path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
     if arguments.input is None and not model_stack_installed():
         # A numpy-only install still gets a demo from the bare command.
         progress("torch/executorch not installed: planning the synthetic graph instead")
-        label, kind = "synthetic", "arrays"
-    is_model = kind in ("model", "archive")
-    if arguments.pte and not is_model:
+        what = resolve_input("synthetic")
+    if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
-    algorithm = arguments.algo
     budget_ms = budget_from_arguments(arguments)
-    best_budget = budget_ms if algorithm == "best" else None
-
-    program = None
-    optimality: tuple[bool, int | None] | None = None  # For --algo best on arrays.
-    node_names: list[str] | None = None
-    compare: Callable[[], bool] | None = None
-    upstream_plans: list[tuple[str, TensorTable | None]] = []  # None: it does not fit
-    if is_model:
-        program, table, node_names, timings, compare, strategy, upstream_plans = _plan_model(
-            arguments, label, path, memories, progress, best_budget
-        )
-    else:
-        labels, starts, ends, sizes = load_arrays(kind, label, path, progress)
-        progress(f"planning {len(labels):,} tensors")
-        table, seconds, result = _plan_arrays(
-            labels, starts, ends, sizes, memories, algorithm, file_terms=kind == "csv",
-            budget_ms=best_budget,
-        )  # fmt: skip
-        strategy = result.strategy
-        if algorithm == "best":
-            optimality = (result.proved_optimal, result.lower_bound)
-        timings = {"placer (C++ core)": seconds}
-        rivals: list[tuple[str, TensorTable, float]] = []
-        if algorithm == "best":
-            progress("planning again with upstream's two placers, to show what best changed")
-            for rival in UPSTREAM_ALGORITHMS:
-                try:
-                    rival_table, rival_seconds, _ = _plan_arrays(
-                        labels, starts, ends, sizes, memories, rival
-                    )
-                except CliError as error:
-                    if error.exit_code != EXIT_PLANNING_FAILED:
-                        raise
-                    upstream_plans.append((rival, None))
-                    continue
-                rivals.append((rival, rival_table, rival_seconds))
-                upstream_plans.append((rival, rival_table))
-        if arguments.compare and algorithm == "best":
-
-            def compare() -> bool:
-                print_placer_comparison([("best", table, seconds), *rivals], memories)
-                return True
-
-        elif arguments.compare:
-            from .. import reference
-
-            progress("planning again with cadence_memplan.reference (--compare)")
-            theirs, their_seconds, _ = _plan_arrays(
-                labels, starts, ends, sizes, memories, algorithm, placer=reference.plan
-            )
-
-            def compare() -> bool:
-                return print_comparison(
-                    table, theirs, seconds, their_seconds, "cadence_memplan.reference"
-                )
-
-    print_report(label, table, memories, algorithm, timings, node_names, optimality)
-    if is_model:
-        from ..executorch.lowering import LOWERING_DESCRIPTIONS
-
-        print(f"lowering: {arguments.lowering} ({LOWERING_DESCRIPTIONS[arguments.lowering]})")
-    if algorithm == "best":
-        print_best_summary(
-            table, memories, strategy, timings["placer (C++ core)"], budget_ms, upstream_plans
-        )
-    same = compare() if compare is not None else True
-    problem = check_plan(table, memories)
-    if problem is not None and kind == "csv":
-        problem = in_file_terms(problem, table.labels)  # type: ignore[arg-type]
-    print(f"plan check: {problem or 'valid'}")
-    writers = None
-    if program is not None and (arguments.explain or arguments.trace):
-        from ..executorch.lowering import node_writers
-
-        writers = node_writers(program)
-    names = TensorNames(table, node_names, writers, half_open=kind == "csv")
-    if arguments.explain:
-        from ..analysis.explain import explain_peaks
-
-        print_explanation(explain_peaks(table, len(memories)), memories, names)
-        print()
-
+    ours, upstream, comparison = _plan(arguments, what, memories, budget_ms, progress)
+    same, problem, names = _print(arguments, ours, upstream, comparison, budget_ms)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
-        if arguments.out:
-            write_plan(partial(arguments.out), table, memories, algorithm, label, timings)
-            written.append(f"wrote plan: {arguments.out}")
-        written += _write_minimalloc(minimalloc_paths, table, memories, partial)
-        if arguments.trace:
-            progress(f"writing {arguments.trace}")
-            write_trace(
-                partial(arguments.trace), table, memories, label, algorithm, names.writer_rows()
-            )
-            written.append(
-                f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
-                " chrome://tracing; time = node index)"
-            )
-        if arguments.pte:
-            assert program is not None  # --pte was refused above for inputs that are not models
-            partial(arguments.pte).write_bytes(program.buffer)
-            written.append(
-                f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
-                " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
-            )
-        if arguments.plot:
-            from .plot import plot_memory_map
-
-            progress(f"drawing {arguments.plot}")
-            node_count = len(node_names) if node_names else None
-            plot_memory_map(
-                partial(arguments.plot), table, memories, f"{label} ({algorithm})", node_count
-            )
-            written.append(f"wrote memory map: {arguments.plot}")
+        written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
     for line in written:
         print(line)
     progress("done")
@@ -437,6 +158,133 @@ def run(arguments: argparse.Namespace) -> int:
     if not same:
         raise CliError("placements differ from the comparison placer", EXIT_PLANNING_FAILED)
     return 0
+
+
+def _plan(
+    arguments: argparse.Namespace,
+    what: Input,
+    memories: Sequence[Memory],
+    budget_ms: float,
+    progress: Progress,
+) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
+    """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
+    plans of upstream's placers, and ``--compare``'s plan."""
+    algorithm = arguments.algo
+    options = {"alloc_inputs": arguments.alloc_inputs, "alloc_outputs": arguments.alloc_outputs}
+    # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
+    with quiet_libraries(arguments.debug or not what.is_model), library_errors():
+        loaded = load_input(what, lowering=arguments.lowering, progress=progress)
+        if what.kind == "csv" and not loaded.labels:
+            warn(f"{what.path} has a header and no buffers: there is nothing to plan")
+        ours = plan_input(
+            loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
+            budget_ms=budget_ms if algorithm == "best" else None, **options,
+        )  # fmt: skip
+        upstream: list[UpstreamPlan] = []
+        if algorithm == "best":
+            upstream = upstream_placer_plans(
+                loaded, memories, timed=arguments.compare, progress=progress, **options
+            )
+        comparison = None
+        if arguments.compare and algorithm != "best":
+            comparison = compare_with_upstream(ours, loaded, progress=progress, **options)
+    return ours, upstream, comparison
+
+
+def _print(
+    arguments: argparse.Namespace,
+    ours: InputPlan,
+    upstream: Sequence[UpstreamPlan],
+    comparison: Comparison | None,
+    budget_ms: float,
+) -> tuple[bool, str | None, TensorNames]:
+    """Print the report; return (the comparison agreed, the validator's problem, the
+    tensors' names for the outputs)."""
+    table, memories, algorithm = ours.table, ours.memories, ours.algorithm
+    optimality = None if ours.proved_optimal is None else (ours.proved_optimal, ours.lower_bound)
+    print_report(
+        ours.input.label, table, memories, algorithm, ours.timings, ours.node_names, optimality
+    )
+    if ours.lowering is not None:
+        print(f"lowering: {ours.lowering} ({LOWERING_DESCRIPTIONS[ours.lowering]})")
+    if algorithm == "best":
+        print_best_summary(
+            table, memories, ours.strategy, ours.placer_seconds, budget_ms,
+            [(rival.algorithm, rival.table) for rival in upstream],
+        )  # fmt: skip
+    same = True
+    if arguments.compare and algorithm == "best":
+        rivals = [(p.algorithm, p.table, p.seconds or 0.0) for p in upstream if p.table is not None]
+        print_placer_comparison([("best", table, ours.placer_seconds), *rivals], memories)
+    elif comparison is not None:
+        same = print_comparison(
+            table, comparison.table, ours.placer_seconds, comparison.seconds, comparison.who
+        )
+        if comparison.same_program is not None:
+            identical = "identical" if comparison.same_program else "DIFFER"
+            print(f"compare: serialized programs {identical}")
+            same = same and comparison.same_program
+    csv_input = ours.input.kind == "csv"
+    problem = check_plan(table, memories)
+    if problem is not None and csv_input:
+        problem = in_file_terms(problem, table.labels)  # type: ignore[arg-type]
+    print(f"plan check: {problem or 'valid'}")
+    writers = None
+    if ours.program is not None and (arguments.explain or arguments.trace):
+        from ..executorch.lowering import node_writers
+
+        writers = node_writers(ours.program)
+    names = TensorNames(table, ours.node_names, writers, half_open=csv_input)
+    if arguments.explain:
+        from ..analysis.explain import explain_peaks
+
+        print_explanation(explain_peaks(table, len(memories)), memories, names)
+        print()
+    return same, problem, names
+
+
+def _write_outputs(
+    arguments: argparse.Namespace,
+    ours: InputPlan,
+    names: TensorNames,
+    minimalloc_paths: dict[int, Path],
+    partial: Callable[[Path], Path],
+    progress: Progress,
+) -> list[str]:
+    """Write each output asked for (to ``partial(path)``); say what was written."""
+    table, memories, algorithm, label = ours.table, ours.memories, ours.algorithm, ours.input.label
+    written = []
+    if arguments.out:
+        write_plan(partial(arguments.out), table, memories, algorithm, label, ours.timings)
+        written.append(f"wrote plan: {arguments.out}")
+    written += _write_minimalloc(minimalloc_paths, table, memories, partial)
+    if arguments.trace:
+        progress(f"writing {arguments.trace}")
+        write_trace(
+            partial(arguments.trace), table, memories, label, algorithm, names.writer_rows()
+        )
+        written.append(
+            f"wrote trace: {arguments.trace} (open it in https://ui.perfetto.dev or"
+            " chrome://tracing; time = node index)"
+        )
+    if arguments.pte:
+        program = ours.program
+        assert program is not None  # --pte was refused above for inputs that are not models
+        partial(arguments.pte).write_bytes(program.buffer)
+        written.append(
+            f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
+            " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
+        )
+    if arguments.plot:
+        from .plot import plot_memory_map
+
+        progress(f"drawing {arguments.plot}")
+        node_count = len(ours.node_names) if ours.node_names else None
+        plot_memory_map(
+            partial(arguments.plot), table, memories, f"{label} ({algorithm})", node_count
+        )
+        written.append(f"wrote memory map: {arguments.plot}")
+    return written
 
 
 def _minimalloc_paths(text: str | None, memories: Sequence[Memory]) -> dict[int, Path]:

@@ -4,45 +4,38 @@ lowered once) and print, write and draw what each memory holds at each size."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.sweep import (
     SweepRow,
-    arrays_planner,
     find_memory,
     moves_against_growth,
     parse_sweep_sizes,
     smallest_size_keeping_all,
-    sweep,
     sweep_table,
     write_sweep_csv,
 )
+from ..executorch import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
-from ..stats import TensorTable, format_bytes
+from ..models import DEFAULT_INPUT
+from ..planning import load_input, resolve_input, sweep_input
+from ..stats import format_bytes
 from .common import (
-    EXIT_PLANNING_FAILED,
     CliError,
     Progress,
     add_planning_options,
     budget_from_arguments,
     check_matplotlib,
-    check_plan,
     checked_outputs,
-    edge_program,
-    load_arrays,
+    library_errors,
     memories_from_arguments,
     model_stack_installed,
-    one_line,
     quiet_libraries,
-    resolve_input,
+    warn,
     writing_outputs,
 )
-from .models import DEFAULT_INPUT
 from .plot import PLOT_SUFFIXES
 from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
@@ -87,7 +80,8 @@ def add_parser(commands: Any) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     progress = Progress(arguments.quiet)
-    label, kind, path = resolve_input(arguments.input)
+    with library_errors():
+        what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
     try:
         varied = find_memory(memories, arguments.vary)
@@ -96,41 +90,44 @@ def run(arguments: argparse.Namespace) -> int:
         raise CliError(str(error)) from error
     outputs = checked_outputs(
         [(arguments.out, "--out", (".csv",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
-        inputs=[path, arguments.memory_config],
+        inputs=[what.path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
     budget_ms = budget_from_arguments(arguments)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
-        label, kind = "synthetic", "arrays"
+        what = resolve_input("synthetic")
     name = memories[varied].name
-    with contextlib.ExitStack() as stack:
-        if kind in ("model", "archive"):
-            stack.enter_context(quiet_libraries(arguments.debug))
-            plan_at = _model_planner(
-                arguments, label, path, memories, varied, sizes, progress, budget_ms
+    every = max(1, len(sizes) // 10)
+
+    def step_done(step: int, size: int) -> None:
+        if step == 0:
+            progress(
+                f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
+                f" {format_bytes(sizes[-1])}"
             )
-        else:
-            labels, starts, ends, tensor_sizes = load_arrays(kind, label, path, progress)
-            what = "buffer" if kind == "csv" else "tensor"
-            names = [f"{what} {name!r}" for name in labels]
-            plan_at = arrays_planner(starts, ends, tensor_sizes, arguments.algo, names, budget_ms)
-        progress(
-            f"planning at {len(sizes)} sizes of {name}, {format_bytes(sizes[0])} to"
-            f" {format_bytes(sizes[-1])}"
-        )
+        elif step % every == 0:
+            progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
+
+    # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
+    with quiet_libraries(arguments.debug or not what.is_model), library_errors():
+        loaded = load_input(what, lowering=arguments.lowering, progress=progress)
+        if what.kind == "csv" and not loaded.labels:
+            warn(f"{what.path} has a header and no buffers: there is nothing to plan")
         began = time.perf_counter()
-        every = max(1, len(sizes) // 10)
-
-        def step_done(step: int, size: int) -> None:
-            if step and step % every == 0:
-                progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
-
-        rows = sweep(_validated(plan_at), memories, varied, sizes, step_done)
+        rows = sweep_input(
+            loaded, memories, varied, sizes, arguments.algo, lowering=arguments.lowering,
+            alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
+            budget_ms=budget_ms if arguments.algo == "best" else None, progress=progress,
+            step_done=step_done,
+        )  # fmt: skip
         seconds = time.perf_counter() - began
 
+    label = what.label
     print(f"{label}: {name} from {format_bytes(sizes[0])} to {format_bytes(sizes[-1])} in"
           f" {len(sizes)} sizes, planned with {arguments.algo!r}")  # fmt: skip
+    if what.is_model:
+        print(f"lowering: {arguments.lowering} ({LOWERING_DESCRIPTIONS[arguments.lowering]})")
     print_table(*sweep_table(rows, memories, varied))
     print(SUM_OF_SIZES_NOTE)
     _print_sweep_summary(rows, memories, varied)
@@ -152,69 +149,6 @@ def run(arguments: argparse.Namespace) -> int:
         print(line)
     progress("done")
     return 0
-
-
-def _model_planner(
-    arguments: argparse.Namespace,
-    label: str,
-    path: Path | None,
-    memories: Sequence[Memory],
-    varied: int,
-    sizes: Sequence[int],
-    progress: Progress,
-    budget_ms: float,
-) -> Callable[[Sequence[Memory]], TensorTable | str]:
-    """Lower the model once; return ``plan_at`` re-running only its memory planning."""
-    edge = edge_program(label, path, progress)
-    from ..executorch.sweep import PLANNING_FAILURES, Replanner
-
-    progress("lowering once with to_executorch (the largest size)")
-    largest = list(memories)
-    largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
-    try:
-        replanner = Replanner(
-            edge,
-            largest,
-            arguments.algo,
-            arguments.alloc_inputs,
-            arguments.alloc_outputs,
-            budget_ms if arguments.algo == "best" else None,
-        )
-    except ValueError as error:
-        raise CliError(f"cannot sweep {label}: {error}", EXIT_PLANNING_FAILED) from error
-
-    def plan_at(config: Sequence[Memory]) -> TensorTable | str:
-        try:
-            return replanner.plan(config)
-        except PLANNING_FAILURES as error:
-            spec = getattr(error, "spec", None)
-            if spec is None:
-                return one_line(str(error)).split("; ")[0]
-            shape = "x".join(str(size) for size in spec.shape)
-            return (
-                f"a {spec.dtype} tensor [{shape}] ({format_bytes(spec.allocated_memory)})"
-                " fits nowhere"
-            )
-
-    return plan_at
-
-
-def _validated(
-    plan_at: Callable[[Sequence[Memory]], TensorTable | str],
-) -> Callable[[Sequence[Memory]], TensorTable | str]:
-    """``plan_at`` with each plan checked by the validator, as ``plan`` checks its plan."""
-
-    def checked(config: Sequence[Memory]) -> TensorTable | str:
-        outcome = plan_at(config)
-        if isinstance(outcome, str):
-            return outcome
-        problem = check_plan(outcome, config)
-        if problem is not None:
-            sizes = ", ".join(format_bytes(memory.size) for memory in config)
-            raise CliError(f"the plan at {sizes} is invalid: {problem}", EXIT_PLANNING_FAILED)
-        return outcome
-
-    return checked
 
 
 def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], varied: int) -> None:

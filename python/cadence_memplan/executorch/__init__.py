@@ -11,3 +11,9 @@ Importing this package imports nothing heavy; its modules import executorch.
 # compiler's passes and its backend config, as export_to_executorch_gen_etrecord lowers;
 # "exir", plain to_edge and exir's default config, no Cadence passes.
 LOWERINGS = ("cadence", "exir")
+
+# What each lowering is, for progress lines and reports.
+LOWERING_DESCRIPTIONS = {
+    "cadence": "Cadence's compiler's passes and backend config",
+    "exir": "exir's to_edge and the default backend config, no Cadence passes",
+}

@@ -26,7 +26,7 @@ from executorch.exir.tensor import TensorSpec
 from .._types import ALGORITHMS
 from ..io.memories import Memory
 from ..stats import TensorTable, op_name, storage_sharing_spec_ids
-from . import LOWERINGS
+from . import LOWERING_DESCRIPTIONS, LOWERINGS
 from .compiler import cadence_backend_config, import_cadence_compiler
 
 __all__ = [
@@ -43,12 +43,6 @@ __all__ = [
     "node_writers",
     "program_table",
 ]
-
-# What each lowering is, for progress lines and reports.
-LOWERING_DESCRIPTIONS = {
-    "cadence": "Cadence's compiler's passes and backend config",
-    "exir": "exir's to_edge and the default backend config, no Cadence passes",
-}
 
 
 def _check_lowering(lowering: str) -> None:
@@ -214,7 +208,8 @@ def lower_and_plan(
     alloc_outputs: bool = True,
     who: str = "C++ core",
     budget_ms: float | None = None,
-    lowering: str = "exir",
+    *,
+    lowering: str,
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
     ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the

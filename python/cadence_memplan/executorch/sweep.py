@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
-from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig
+from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
 
 from .._types import ALGORITHMS
@@ -35,7 +35,7 @@ from ..io.memories import Memory
 from ..stats import TensorTable
 from .cadence import CadenceMemoryPlanning, SpecSnapshot
 from .graph_code import deferred_recompile
-from .lowering import PlannedSpecs, memory_config
+from .lowering import PlannedSpecs, backend_config, memory_config
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
 
@@ -113,7 +113,10 @@ class Replanner:
 
     ``memories`` is the configuration of the one real planning run inside
     ``to_executorch``; if it does not fit, that is not an error here (each configuration
-    the caller asks for is planned on its own).
+    the caller asks for is planned on its own). ``lowering`` is the one that made
+    ``edge`` ("cadence" or "exir"): ``to_executorch`` runs in its backend config, as
+    :func:`~cadence_memplan.executorch.lowering.lower_and_plan` does, so each replay is
+    the plan a whole lowering makes.
     """
 
     def __init__(
@@ -124,6 +127,8 @@ class Replanner:
         alloc_inputs: bool = True,
         alloc_outputs: bool = True,
         budget_ms: float | None = None,
+        *,
+        lowering: str,
     ) -> None:
         self.budget_ms = budget_ms  # our "best" placer's cap (None: its default)
         self.mem_algo = ALGORITHMS.index(algorithm)
@@ -141,7 +146,7 @@ class Replanner:
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         try:
-            edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+            edge.to_executorch(backend_config(lowering, planning))
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise
