@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "best_search.h"
+#include "str_cat.h"
 
 namespace cadence_memplan {
 namespace detail {
@@ -13,6 +14,12 @@ namespace detail {
 // goes before the last call of MinimizeMemory1, which then minimises its plan.
 BestResult BestSearch::Run() {
   Portfolio();
+  FitFirst();
+  PackSelection();
+  if (best_cost_.empty()) {
+    if (first_failure_) throw NoPlan();
+    throw InvalidInput("no candidate plan passes Validate: " + first_problem_);
+  }
   if (NothingOutsideMemory1()) {
     if (MinimizeMemory1()) return Finish();
   }
@@ -102,6 +109,18 @@ std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan) {
 
 BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
   if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
+  std::vector<char> selected(request.tensors.size(), 0);
+  for (TensorIndex t : options.keep_in_memory1) {
+    if (t < 0 || t >= static_cast<TensorIndex>(request.tensors.size())) {
+      throw InvalidInput(StrCat("keep_in_memory1: tensor ", t, " is out of range 0..",
+                                request.tensors.size(), ")"));
+    }
+    if (selected[t]) throw InvalidInput(StrCat("keep_in_memory1: tensor ", t, " is named twice"));
+    if (!detail::MayUse(request, t, 1)) {
+      throw InvalidInput(StrCat("keep_in_memory1: tensor ", t, " may not go to memory 1"));
+    }
+    selected[t] = 1;
+  }
   return detail::BestSearch(request, options).Run();
 }
 

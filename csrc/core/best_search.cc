@@ -3,6 +3,7 @@
 #include <thread>
 #include <utility>
 
+#include "occupancy.h"
 #include "validator.h"
 
 namespace cadence_memplan {
@@ -127,6 +128,85 @@ bool BestSearch::NothingOutsideMemory1() const {
     if (best_cost_[k] != 0) return false;
   }
   return true;
+}
+
+SearchLimits BestSearch::LimitsForShare(double share) const {
+  SearchLimits limits = Limits();
+  limits.max_nodes = static_cast<int64_t>(static_cast<double>(limits.max_nodes) * share);
+  if (limits.deadline != std::chrono::steady_clock::time_point::max()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (limits.deadline > now) {
+      limits.deadline = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  (limits.deadline - now) * share);
+    }
+  }
+  return limits;
+}
+
+std::vector<Obstacle> BestSearch::Memory1Obstacles() const {
+  std::vector<Obstacle> obstacles;
+  for (const PlacedTensor& p : request_.placed) {
+    if (p.placement.mem_id == 1) obstacles.push_back({p.tensor, p.placement.offset});
+  }
+  return obstacles;
+}
+
+bool BestSearch::PlaceAroundMemory1(const std::vector<TensorIndex>& kept,
+                                    const std::vector<Offset>& offsets,
+                                    const std::string& strategy) {
+  // The rest is planned as a request of its own, memory 1's tensors being
+  // already placed there and every other tensor blocked from memory 1.
+  const size_t n = request_.tensors.size();
+  std::vector<char> in_memory1(n, 0);
+  for (TensorIndex t : kept) in_memory1[t] = 1;
+  PlanRequest rest;
+  rest.memories = request_.memories;
+  rest.allowed = request_.allowed;
+  rest.placed = request_.placed;
+  rest.keep_incoming_offset = request_.keep_incoming_offset;
+  rest.occupancy = request_.occupancy;
+  rest.interrupted = request_.interrupted;
+  std::vector<TensorIndex> rest_index;
+  for (size_t i = 0; i < n; ++i) {
+    if (in_memory1[i]) {
+      rest.placed.push_back({request_.tensors[i], {1, offsets[i]}});
+      continue;
+    }
+    rest_index.push_back(static_cast<TensorIndex>(i));
+    rest.tensors.push_back(request_.tensors[i]);
+    rest.blocked.push_back((request_.blocked.empty() ? 0 : request_.blocked[i]) | MaskOf(1));
+    if (!request_.incoming_offsets.empty()) {
+      rest.incoming_offsets.push_back(request_.incoming_offsets[i]);
+    }
+  }
+  const auto combine = [&](const std::vector<Placement>& rest_placements, Occupancy occupancy) {
+    std::vector<Placement> placements(n);
+    for (TensorIndex t : kept) placements[t] = {1, offsets[t]};
+    for (size_t k = 0; k < rest_index.size(); ++k) placements[rest_index[k]] = rest_placements[k];
+    return AssemblePlan(request_, std::move(placements), occupancy);
+  };
+  // What the plan says answered the placers: the best plan's, else (no plan
+  // yet) what the request's choice comes to.
+  Occupancy occupancy = best_cost_.empty() ? request_.occupancy : result_.plan.occupancy;
+  if (occupancy == Occupancy::kAuto) {
+    std::vector<Lifetime> lifetimes;
+    for (const Tensor& t : request_.tensors) lifetimes.push_back(t.lifetime);
+    occupancy = ChooseOccupancy(lifetimes);
+  }
+  if (rest.tensors.empty()) return Consider(combine({}, occupancy), strategy);
+  const std::vector<NamedOrder> orders = PortfolioOrders(rest.tensors);
+  const std::vector<Member> members = Members(orders);
+  std::vector<std::optional<Outcome>> outcomes = RunMembers(rest, members);
+  bool kept_one = false;
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (!outcomes[k] || !outcomes[k]->plan) continue;
+    const Occupancy used = best_cost_.empty() ? outcomes[k]->plan->occupancy : occupancy;
+    kept_one |= Consider(combine(outcomes[k]->plan->placements, used),
+                         strategy + ", then the " +
+                             PlacerStrategy(members[k].algorithm, members[k].order->name) +
+                             " for the rest");
+  }
+  return kept_one;
 }
 
 BestResult BestSearch::Finish() {

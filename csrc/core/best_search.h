@@ -10,6 +10,8 @@
 //
 // Each step is a member function defined in its own file:
 //   Portfolio        portfolio.cc      1. both placers on several visit orders
+//   FitFirst,        fit_memory1.cc    every tensor allowed in memory 1 packed
+//   PackSelection                      there at once; then the caller's selection
 //   MinimizeMemory1  best.cc           2. memory 1's bufsize, exactly
 //   SqueakyWheel     squeaky_wheel.cc  3. the best candidate's order improved
 //   GrowMemory1      grow_memory1.cc   3. memory 1 grown by the exact search
@@ -44,6 +46,12 @@ namespace detail {
 // tensors in their order, then this call's by offset.
 PlanResult AssemblePlan(const PlanRequest& request, std::vector<Placement> placements,
                         Occupancy occupancy);
+
+// Tensor i of the request may go to memory m.
+inline bool MayUse(const PlanRequest& request, TensorIndex i, MemId m) {
+  if ((request.allowed & MaskOf(m)) == 0) return false;
+  return request.blocked.empty() || (request.blocked[i] & MaskOf(m)) == 0;
+}
 
 class BestSearch {
  public:
@@ -92,6 +100,9 @@ class BestSearch {
   bool NothingOutsideMemory1() const;
   // The result, its lower bound dropped unless nothing lies outside memory 1.
   BestResult Finish();
+  // When no step found a plan and a candidate of the portfolio failed: its
+  // failure (with the peak-live note) and what fit first learned.
+  PlanningFailure NoPlan() const;
 
   // The portfolio's members: a visit order and a placer.
   struct Member {
@@ -111,9 +122,26 @@ class BestSearch {
 
   // The steps, each in the file named above.
   void Portfolio();
+  void FitFirst();
+  void PackSelection();
   bool MinimizeMemory1();
   void SqueakyWheel();
   void GrowMemory1();
+
+  // Memory 1's obstacles: the already-placed tensors there.
+  std::vector<Obstacle> Memory1Obstacles() const;
+  // Packs `members` (each allowed in memory 1) into memory 1 by the exact
+  // search within `limits`; on a packing, offers the plan with them there and
+  // the rest placed around memory 1 (PlaceAroundMemory1).
+  Fit PackIntoMemory1(const std::vector<TensorIndex>& members, const SearchLimits& limits,
+                      const std::string& strategy);
+  // Offers the plans that keep `kept` in memory 1 at `offsets` (indexed by
+  // tensor) and place the other tensors in memories 2..N with every member
+  // of the portfolio; returns whether one of them was kept.
+  bool PlaceAroundMemory1(const std::vector<TensorIndex>& kept, const std::vector<Offset>& offsets,
+                          const std::string& strategy);
+  // Limits for a step that may spend `share` of the wall-clock and nodes left.
+  SearchLimits LimitsForShare(double share) const;
 
   // The largest aligned end of memory m's already-placed tensors.
   Size PlacedBufsize(MemId m) const;
@@ -131,6 +159,7 @@ class BestSearch {
   std::vector<TensorIndex> best_order_;  // The visit order of the portfolio's winner.
   std::vector<Size> best_cost_;
   std::string first_problem_;
+  std::optional<PlanningFailure> first_failure_;  // The portfolio's first.
   BestResult result_;
 };
 

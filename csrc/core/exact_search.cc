@@ -181,6 +181,7 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
     result.fit = Fit::kDoesNotFit;
     return result;
   }
+  if (!units.searchable) return result;  // Too large to list: kUnknown.
   int64_t remaining = limits.max_nodes;
   for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {

@@ -20,12 +20,6 @@ constexpr int64_t kOneMoreNodesPerTensor = 4;
 // 1, the growth stops: the rest rarely fits either.
 constexpr int kGrowthFailures = 4;
 
-// Tensor i of the request may go to memory m.
-bool MayUse(const PlanRequest& request, TensorIndex i, MemId m) {
-  if ((request.allowed & MaskOf(m)) == 0) return false;
-  return request.blocked.empty() || (request.blocked[i] & MaskOf(m)) == 0;
-}
-
 // The lowest aligned offset where tensor t fits into memory m beside
 // `present` (tensors with their offsets), or kNoOffset.
 Offset FirstFit(const Tensor& t, const Memory& memory,
@@ -147,50 +141,9 @@ void BestSearch::GrowMemory1() {
   }
   if (kept.size() == kept_before) return;
 
-  // The rest below memory 1, which holds `kept` fixed.
-  std::vector<char> in_memory1(n, 0);
-  for (TensorIndex t : kept) in_memory1[t] = 1;
-  PlanRequest rest;
-  rest.memories = request_.memories;
-  rest.allowed = request_.allowed;
-  rest.placed = request_.placed;
-  rest.keep_incoming_offset = request_.keep_incoming_offset;
-  rest.occupancy = request_.occupancy;
-  rest.interrupted = request_.interrupted;
-  std::vector<TensorIndex> rest_index;
-  for (size_t i = 0; i < n; ++i) {
-    if (in_memory1[i]) {
-      rest.placed.push_back({request_.tensors[i], {1, offsets[i]}});
-      continue;
-    }
-    rest_index.push_back(static_cast<TensorIndex>(i));
-    rest.tensors.push_back(request_.tensors[i]);
-    rest.blocked.push_back((request_.blocked.empty() ? 0 : request_.blocked[i]) | MaskOf(1));
-    if (!request_.incoming_offsets.empty()) {
-      rest.incoming_offsets.push_back(request_.incoming_offsets[i]);
-    }
-  }
-  const std::string grown =
-      "memory 1 grown by the exact search to " + std::to_string(kept.size()) + " tensors";
-  const auto combine = [&](const std::vector<Placement>& rest_placements) {
-    std::vector<Placement> placements(n);
-    for (TensorIndex t : kept) placements[t] = {1, offsets[t]};
-    for (size_t k = 0; k < rest_index.size(); ++k) placements[rest_index[k]] = rest_placements[k];
-    return AssemblePlan(request_, std::move(placements), result_.plan.occupancy);
-  };
-  if (rest.tensors.empty()) {
-    Consider(combine({}), grown);
-    return;
-  }
-  const std::vector<NamedOrder> orders = PortfolioOrders(rest.tensors);
-  const std::vector<Member> members = Members(orders);
-  std::vector<std::optional<Outcome>> outcomes = RunMembers(rest, members);
-  for (size_t k = 0; k < members.size(); ++k) {
-    if (!outcomes[k] || !outcomes[k]->plan) continue;
-    Consider(combine(outcomes[k]->plan->placements),
-             grown + ", then the " + PlacerStrategy(members[k].algorithm, members[k].order->name) +
-                 " for the rest");
-  }
+  PlaceAroundMemory1(
+      kept, offsets,
+      "memory 1 grown by the exact search to " + std::to_string(kept.size()) + " tensors");
 }
 
 }  // namespace detail

@@ -141,7 +141,6 @@ void BestSearch::Portfolio() {
   const std::vector<Member> members = Members(orders_);
   std::vector<std::optional<Outcome>> outcomes = RunMembers(request_, members);
   best_order_ = orders_.front().order;
-  std::optional<PlanningFailure> first_failure;
   for (size_t k = 0; k < members.size(); ++k) {
     if (!outcomes[k]) {
       result_.budget_exhausted = true;
@@ -149,7 +148,7 @@ void BestSearch::Portfolio() {
     }
     if (outcomes[k]->failure) {
       ++result_.candidates;
-      if (!first_failure) first_failure = outcomes[k]->failure;
+      if (!first_failure_) first_failure_ = outcomes[k]->failure;
       continue;
     }
     if (ConsiderPlacer(std::move(*outcomes[k]->plan), members[k].algorithm,
@@ -157,10 +156,7 @@ void BestSearch::Portfolio() {
       best_order_ = members[k].order->order;
     }
   }
-  if (best_cost_.empty()) {
-    if (first_failure) throw WithPeakLiveNote(request_, *first_failure);
-    throw InvalidInput("no candidate plan passes Validate: " + first_problem_);
-  }
+  // No plan yet is no failure yet: fit first may still find one.
 }
 
 }  // namespace detail
