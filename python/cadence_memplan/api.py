@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from ._capacity import plan_capacity_first
 from ._types import (
     ALGORITHMS,
     OCCUPANCIES,
@@ -111,27 +112,54 @@ def plan_prepared(
     the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
     ``incoming_offsets`` may be empty. The core checks every value again and raises
     ValueError or :class:`PlanningError` (its message states the peak-live bound)."""
-    core = _core.plan(
-        algorithm=algorithm,
-        starts=starts,
-        ends=ends,
-        sizes=sizes,
-        memory_sizes=memory_sizes,
-        memory_alignments=memory_alignments,
-        blocked=blocked,
-        allowed=allowed,
-        placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
-        placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
-        placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
-        placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
-        placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
-        incoming_offsets=incoming_offsets,
-        keep_incoming_offset=keep_incoming_offset,
-        occupancy=occupancy,
-        budget_ms=budget_ms,
-        threads=threads,
-        max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
-    )
+
+    def core_plan(keep_in_memory1: npt.NDArray[np.int64], budget: float) -> _core.PlanOutput:
+        return _core.plan(
+            algorithm=algorithm,
+            starts=starts,
+            ends=ends,
+            sizes=sizes,
+            memory_sizes=memory_sizes,
+            memory_alignments=memory_alignments,
+            blocked=blocked,
+            allowed=allowed,
+            placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
+            placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
+            placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
+            placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
+            placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
+            incoming_offsets=incoming_offsets,
+            keep_incoming_offset=keep_incoming_offset,
+            occupancy=occupancy,
+            budget_ms=budget,
+            threads=threads,
+            max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
+            keep_in_memory1=keep_in_memory1,
+        )
+
+    kept_bound = None
+    proved_optimal = False
+    if algorithm == "best" and len(memory_sizes) > 1:
+        may_use_memory1 = _may_use_memory1(blocked, allowed, len(starts))
+        capacity_plan = plan_capacity_first(
+            core_plan,
+            starts,
+            ends,
+            sizes,
+            memory_sizes,
+            memory_alignments,
+            may_use_memory1,
+            preplaced,
+            budget_ms,
+        )
+        core = capacity_plan.output
+        kept_bound = capacity_plan.kept_bound
+        if not core.proved_optimal:
+            kept = int(sizes[np.asarray(core.mem_ids) == 1].sum(dtype=object))
+            outside = int(sizes[np.asarray(core.mem_ids) != 1].sum(dtype=object))
+            proved_optimal = outside > 0 and kept >= kept_bound
+    else:
+        core = core_plan(_EMPTY, budget_ms)
     return PlanResult(
         mem_ids=core.mem_ids,
         offsets=core.offsets,
@@ -140,10 +168,23 @@ def plan_prepared(
         memory_order=core.memory_order,
         occupancy=core.occupancy,
         strategy=core.strategy,
-        proved_optimal=core.proved_optimal,
+        proved_optimal=core.proved_optimal or proved_optimal,
         lower_bound=core.lower_bound,
         progress=core.progress,
+        kept_bound=kept_bound,
     )
+
+
+def _may_use_memory1(
+    blocked: npt.NDArray[np.uint64], allowed: int, tensor_count: int
+) -> npt.NDArray[np.bool_]:
+    """Which tensors may go to memory 1 under the prepared masks."""
+    if not allowed & 2:
+        return np.zeros(tensor_count, dtype=np.bool_)
+    if len(blocked) == 0:
+        return np.ones(tensor_count, dtype=np.bool_)
+    may_use: npt.NDArray[np.bool_] = (np.asarray(blocked, dtype=np.uint64) & np.uint64(2)) == 0
+    return may_use
 
 
 def plan(
