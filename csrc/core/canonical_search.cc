@@ -19,7 +19,6 @@ Outcome CanonicalSearch::Run() {
   low_item_.assign(sections, kNoItem);
   cuts_.assign(sections, 0);
   flagged_.assign(sections, 0);
-  candidates_.resize(n + 1);
   for (size_t i = 0; i < n; ++i) {
     const Item& item = p_.items[i];
     min_offset_[i] = p_.LowestFree(static_cast<ItemIndex>(i), 0);
@@ -86,19 +85,19 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
           MakePart(std::move(frame.side_items[k]), frame.bounds[k], frame.bounds[k + 1]));
       Frame search;
       search.part = parts_.size() - 1;
-      search.depth = frame.depth;
       stack.push_back(std::move(search));
       continue;
     }
     if (!frame.started) {
       frame.started = true;
-      if (++nodes_ > node_limit_ || ((nodes_ & 255) == 0 && should_stop_())) {
+      if (++nodes_ > node_limit_ || UndoBytes() > kMaxUndoBytes ||
+          ((nodes_ & 255) == 0 && should_stop_())) {
         result = Outcome::kAborted;
         stack.pop_back();
         returned = true;
         continue;
       }
-      if (!CollectCandidates(frame)) {
+      if (!StartCandidates(&frame)) {
         result = Outcome::kFound;  // Every tensor of the part is placed.
         stack.pop_back();
         returned = true;
@@ -118,18 +117,9 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
     }
     // The next candidate that passes the symmetry rule and the checks.
     Part& part = parts_[frame.part];
-    std::vector<Candidate>& candidates = candidates_[frame.depth];
     bool descended = false;
-    while (frame.next < candidates.size()) {
-      // In (offset, rank) order, by selection: a descent mostly takes the
-      // first, where sorting them all would cost more.
-      const auto first = candidates.begin() + static_cast<std::ptrdiff_t>(frame.next);
-      std::iter_swap(
-          first,
-          std::min_element(first, candidates.end(), [](const Candidate& a, const Candidate& b) {
-            return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
-          }));
-      const Candidate candidate = candidates[frame.next++];
+    Candidate candidate;
+    while (NextCandidate(&frame, &candidate)) {
       const int32_t twin = part.twin[candidate.rank];
       if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
       const ItemIndex i = part.items[candidate.rank];
@@ -143,7 +133,6 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
       frame.placed_rank = candidate.rank;
       part.Unlink(candidate.rank);
       Frame child;
-      child.depth = frame.depth + 1;
       if (split) {
         child.sides = true;
         SplitSides(part, i, &child);
@@ -230,10 +219,8 @@ inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> it
   return part;
 }
 
-inline bool CanonicalSearch::CollectCandidates(const Frame& frame) {
-  const Part& part = parts_[frame.part];
-  std::vector<Candidate>& candidates = candidates_[frame.depth];
-  candidates.clear();
+inline bool CanonicalSearch::StartCandidates(Frame* frame) const {
+  const Part& part = parts_[frame->part];
   const auto end = static_cast<int32_t>(part.items.size());
   if (part.next[end] == end) return false;
   Unit lowest_top = kNoLimit;
@@ -241,13 +228,25 @@ inline bool CanonicalSearch::CollectCandidates(const Frame& frame) {
     const ItemIndex i = part.items[r];
     lowest_top = std::min(lowest_top, SaturatingAdd(min_offset_[i], p_.items[i].units));
   }
-  const Unit highest = std::min(lowest_top - 1, capacity_ - totals_.Max(part.lo, part.hi));
+  frame->highest = std::min(lowest_top - 1, capacity_ - totals_.Max(part.lo, part.hi));
+  return true;
+}
+
+inline bool CanonicalSearch::NextCandidate(Frame* frame, Candidate* next) const {
+  const Part& part = parts_[frame->part];
+  const auto end = static_cast<int32_t>(part.items.size());
+  const Candidate first{frame->last_offset, frame->last_rank};  // Canonical: not before it.
+  const Candidate after =
+      Before(frame->tried, first) ? Candidate{first.offset, first.rank - 1} : frame->tried;
+  Candidate best{kNoLimit, end};
   for (int32_t r = part.next[end]; r != end; r = part.next[r]) {
-    const Unit offset = min_offset_[part.items[r]];
-    if (offset > highest || offset < frame.last_offset) continue;
-    if (offset == frame.last_offset && r < frame.last_rank) continue;
-    candidates.push_back({offset, r});
+    const Candidate c{min_offset_[part.items[r]], r};
+    if (c.offset > frame->highest || !Before(after, c) || !Before(c, best)) continue;
+    best = c;
   }
+  if (best.offset == kNoLimit) return false;
+  frame->tried = best;
+  *next = best;
   return true;
 }
 
@@ -285,7 +284,8 @@ inline bool CanonicalSearch::Place(ItemIndex i, Unit k) {
   if (argmin_sections_[i] > 0) NoteLowestMoved(i);
   p_.ForEachAliveWith(i, [&](ItemIndex j) {
     if (offset_[j] != kNoUnit || min_offset_[j] >= top) return;
-    min_offset_log_.push_back({j, min_offset_[j]});
+    min_offset_log_.push_back(j);
+    min_offset_log_values_.push_back(min_offset_[j]);
     min_offset_[j] = p_.LowestFree(j, top);
     if (argmin_sections_[j] > 0) NoteLowestMoved(j);
   });
@@ -296,7 +296,7 @@ inline bool CanonicalSearch::Place(ItemIndex i, Unit k) {
 inline void CanonicalSearch::NoteLowestMoved(ItemIndex j) {
   for (SectionIndex s : lowest_in_[j]) {
     if (low_item_[s] != j) continue;  // Stale, or listed twice.
-    low_log_.push_back({s, low_[s], j});
+    low_log_.push_back({s, j});
     --argmin_sections_[j];
     low_item_[s] = kNoItem;
     changed_.push_back(s);
@@ -393,17 +393,18 @@ inline void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
 
 inline void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
   const Item& item = p_.items[i];
+  while (min_offset_log_.size() > mark.min_offsets) {
+    min_offset_[min_offset_log_.back()] = min_offset_log_values_.back();
+    min_offset_log_.pop_back();
+    min_offset_log_values_.pop_back();
+  }
   while (low_log_.size() > mark.lows) {
     const LowChange& c = low_log_.back();
     if (low_item_[c.section] != kNoItem) --argmin_sections_[low_item_[c.section]];
-    low_[c.section] = c.low;
+    low_[c.section] = min_offset_[c.item];
     low_item_[c.section] = c.item;
     BecomeLowest(c.item, c.section);
     low_log_.pop_back();
-  }
-  while (min_offset_log_.size() > mark.min_offsets) {
-    min_offset_[min_offset_log_.back().first] = min_offset_log_.back().second;
-    min_offset_log_.pop_back();
   }
   for (SectionIndex s = item.lo; s < item.hi; ++s) total_[s] += item.units;
   totals_.Add(item.lo, item.hi, item.units);

@@ -69,6 +69,9 @@ class CanonicalSearch {
     Unit offset;
     int32_t rank;
   };
+  static bool Before(const Candidate& a, const Candidate& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+  }
   struct Mark {
     size_t lows = 0, min_offsets = 0;
   };
@@ -76,13 +79,16 @@ class CanonicalSearch {
   // is the number of tensors placed, more than a thread's stack may hold.
   struct Frame {
     bool sides = false;  // Solves independent parts in turn, or searches one.
-    // A search: its part, where the last placement went, the candidates
-    // (candidates_[depth]) and the next to try, the child's placement.
+    // A search: its part, where the last placement went, the highest
+    // offset a candidate may take and the last candidate tried (the next is
+    // the lowest after it: NextCandidate), the child's placement. No list of
+    // candidates is kept: a frame costs the same at every depth, and the
+    // stack of a search as deep as the tensors are many stays small.
     size_t part = 0;
     Unit last_offset = 0;
     int32_t last_rank = -1;
-    size_t depth = 0;
-    size_t next = 0;
+    Unit highest = 0;
+    Candidate tried{kNoUnit, -1};
     bool started = false;
     ItemIndex placed = kNoItem;
     int32_t placed_rank = -1;
@@ -104,9 +110,14 @@ class CanonicalSearch {
   // (below the lowest top of an unplaced item), and low enough: every
   // unplaced item goes at or above the offset, so the offset plus any
   // section's total must fit (those alive with the candidate go above its
-  // top, but it leaves their total). False when the part has no unplaced
-  // item.
-  bool CollectCandidates(const Frame& frame);
+  // top, but it leaves their total). Sets the frame's highest offset; false
+  // when the part has no unplaced item.
+  bool StartCandidates(Frame* frame) const;
+
+  // The frame's next candidate after frame->tried, in (offset, rank) order,
+  // or false. The state is the frame's own again when it asks (a child's
+  // placements are undone first), so the candidates are those of its start.
+  bool NextCandidate(Frame* frame, Candidate* next) const;
 
   // Item i was just placed and left no unplaced tensor across some section
   // boundaries of the part: each side is solved on its own.
@@ -166,17 +177,26 @@ class CanonicalSearch {
   std::vector<Unit> low_;                 // Per section: its lowest minimum offset,
   std::vector<ItemIndex> low_item_;       // of this unplaced item (kNoItem: none).
   std::vector<int32_t> cuts_;             // Per boundary s|s+1: unplaced items across it.
+  // The undo logs, per placement (frame.mark): the sections whose lowest
+  // item was replaced, with that item (its minimum offset, restored first,
+  // is the section's old low: low_[s] == min_offset_[low_item_[s]] always),
+  // and the items whose minimum offset rose, with the old value. They are
+  // the search's only memory that grows with its depth: 8 bytes per
+  // section and 12 per item, capped at kMaxUndoBytes (exact_search.h).
   struct LowChange {
     SectionIndex section;
-    Unit low;
     ItemIndex item;
   };
   std::vector<LowChange> low_log_;
-  std::vector<std::pair<ItemIndex, Unit>> min_offset_log_;
+  std::vector<ItemIndex> min_offset_log_;        // The items,
+  std::vector<Unit> min_offset_log_values_;      // and their old minimum offsets.
+  int64_t UndoBytes() const {
+    return static_cast<int64_t>(low_log_.size() * sizeof(LowChange) +
+                                min_offset_log_.size() * (sizeof(ItemIndex) + sizeof(Unit)));
+  }
   std::vector<SectionIndex> changed_;  // By the last Place: their lowest moved.
   std::vector<uint8_t> flagged_;       // Per section, while RefreshLows sorts them.
   std::vector<std::pair<Unit, ItemIndex>> heap_;    // SweepLowest's.
-  std::vector<std::vector<Candidate>> candidates_;  // Per depth.
   std::vector<Part> parts_;                         // Of the frames on the stack.
 };
 

@@ -149,10 +149,16 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
-// MinimizeBufsize's nodes for halving the gap per round, per node of the
-// round's limit (the probe at the bound takes up to one limit per preorder):
-// most of each round goes to the bound, which, when feasible, ends the search.
+// The descent (MinimizeBufsize). Each round (node limit L) probes the bound
+// with L per preorder, then descends with L / kDescentLimitDivisor per
+// probe until it has spent kDescentShare * L nodes: the share today's
+// halving had, so that proofs at the bound (A-K) cost what they did. A probe
+// is quick when its decision took at most 1/kQuick of its limit. The first
+// step below the best plan is the gap (best - bound) >> kFirstShift.
+constexpr int64_t kQuick = 2;
 constexpr int64_t kDescentShare = 1;
+constexpr int64_t kDescentLimitDivisor = 4;
+constexpr int kFirstShift = 3;
 
 int64_t FirstNodeLimit(const UnitProblem& problem) {
   return std::max<int64_t>(64, 2 * static_cast<int64_t>(problem.items.size()));
@@ -215,7 +221,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
   int64_t remaining = limits.max_nodes;
-  // Returns whether the probe answered.
+  // Returns the probe's answer.
   const auto probe_at = [&](Unit at, int64_t limit) {
     const Decision decision = Decide(units, at, std::min(limit, remaining), controller);
     result.nodes += decision.nodes;
@@ -238,20 +244,37 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     } else if (decision.fit == Fit::kDoesNotFit) {
       lower = std::max(lower, at + 1);
     }
-    return decision.fit != Fit::kUnknown;
+    return decision.fit;
   };
-  // Rounds of doubling node limits. Each first tries the lower bound (often
-  // feasible, and then optimal), then halves the gap to the best bufsize
-  // known with a quarter of that limit per probe, kDescentShare limits in all.
+  // Rounds of doubling node limits (the restarts over the preorders). Each
+  // round first probes the bound with the round's limit (often feasible,
+  // and then optimal: it ends the search). Then it descends from the best
+  // plan: a probe at upper - step, the packing found taken at its real top
+  // (often well below the probe), again. The step is the gap to the bound
+  // shifted right: a quick answer halves the shift (the step doubles, up to
+  // the bound itself: bisection toward the bound only while probes answer
+  // quickly), an unanswered probe raises it (the step halves, down to one
+  // unit: just below the best plan) for the rest of the search, and a probe
+  // just below the best plan that does not answer ends the round (it needs
+  // a larger limit). Only nodes decide, never time: deterministic.
+  int shift = kFirstShift;
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    if (probe_at(lower, limit) || lower >= upper) continue;
-    Unit low = lower + 1;  // The bound itself did not answer at this limit.
-    const int64_t descent_end = result.nodes + kDescentShare * limit;
-    while (low < upper && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
-      const Unit probe = low + (upper - 1 - low) / 2;
-      if (!probe_at(probe, std::max<int64_t>(1, limit / 4))) low = probe + 1;
-      low = std::max(low, lower);
+    if (probe_at(lower, limit) != Fit::kUnknown) continue;
+    const int64_t descent_limit = std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor);
+    const int64_t descent_end =
+        result.nodes + (limit > kNoLimit / kDescentShare ? kNoLimit : kDescentShare * limit);
+    while (lower < upper && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
+      const Unit step = shift >= 62 ? 1 : std::max<Unit>(1, (upper - lower) >> shift);
+      const Unit target = upper - step;
+      const int64_t before = result.nodes;
+      const Fit fit = probe_at(target, target == lower ? limit : descent_limit);
+      if (fit == Fit::kFits) {
+        if (result.nodes - before <= descent_limit / kQuick) shift = std::max(0, shift - 1);
+      } else if (fit == Fit::kUnknown) {
+        if (step == 1) break;  // Just below the best plan, unanswered: the next round.
+        ++shift;
+      }
     }
   }
   result.lower_bound = std::min(result.bufsize, lower * a);

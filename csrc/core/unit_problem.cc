@@ -53,7 +53,9 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
         section_times.begin());
     entries += item.hi - item.lo;
   }
-  searchable = entries <= kMaxSearchEntries;
+  searchable = SearchBytesEstimate(entries, static_cast<int64_t>(items.size()), section_count) +
+                   kSearchMembers * kMaxUndoBytes <=
+               kMaxSearchBytes;
 
   // Items by first section; first_by_lo[s]: where those starting at s begin.
   by_lo.resize(items.size());
