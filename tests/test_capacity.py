@@ -89,13 +89,13 @@ def test_no_plan_within_the_budget_says_so() -> None:
     assert_valid(starts, ends, sizes, result, [height], [1])
 
 
-def most_kept_by_brute_force(starts, ends, sizes, capacity: int, alignment: int) -> int:
-    """The most bytes any valid plan keeps in memory 1: over every subset, whether it packs
+def most_kept_by_brute_force(starts, ends, sizes, capacity: int, alignment: int, weights) -> int:
+    """The most weight any valid plan keeps in memory 1: over every subset, whether it packs
     (every aligned offset of every tensor tried)."""
     best = 0
     for count in range(len(sizes), 0, -1):
         for subset in itertools.combinations(range(len(sizes)), count):
-            kept = sum(sizes[i] for i in subset)
+            kept = sum(weights[i] for i in subset)
             if kept <= best:
                 continue
             packed = brute_force_bufsize(
@@ -110,22 +110,31 @@ def most_kept_by_brute_force(starts, ends, sizes, capacity: int, alignment: int)
     return best
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["bytes", "weights"])
 @pytest.mark.parametrize("seed", range(30))
-def test_kept_bytes_and_their_bound_hold_against_brute_force(seed: int) -> None:
+def test_kept_weight_and_its_bound_hold_against_brute_force(seed: int, weighted: bool) -> None:
     rng = random.Random(seed)
     count = rng.randint(2, 6)
     starts = [rng.randint(0, 5) for _ in range(count)]
     ends = [start + rng.randint(0, 4) for start in starts]
     sizes = [rng.choice([0, *range(1, 13)]) for _ in range(count)]
+    weights = [rng.randint(0, 50) for _ in range(count)] if weighted else sizes
     alignment = rng.choice([1, 2, 4])
     capacity = rng.randint(4, 20)
     memory = ([capacity, UNBOUNDED], [alignment, 8])
     result = cadence_memplan.plan(
-        starts, ends, sizes, *memory, algorithm="best", budget_ms=1e9, max_nodes=100_000
+        starts,
+        ends,
+        sizes,
+        *memory,
+        algorithm="best",
+        budget_ms=1e9,
+        max_nodes=100_000,
+        weights=weights if weighted else None,
     )
     assert_valid(starts, ends, sizes, result, *memory)
-    optimum = most_kept_by_brute_force(starts, ends, sizes, capacity, alignment)
-    kept = int(np.asarray(sizes)[result.mem_ids == 1].sum())
+    optimum = most_kept_by_brute_force(starts, ends, sizes, capacity, alignment, weights)
+    kept = int(np.asarray(weights)[result.mem_ids == 1].sum())
     assert result.kept_bound is not None
     assert kept <= optimum <= result.kept_bound
     if result.proved_optimal:
@@ -152,3 +161,32 @@ def test_blocked_tensors_stay_out_and_out_of_the_bound() -> None:
     assert int(np.asarray([40, 30, 20])[result.mem_ids == 1].sum()) == 50
     assert result.kept_bound == 50
     assert result.proved_optimal
+
+
+def test_weights_keep_the_heavier_tensor_in_fast_memory() -> None:
+    # Two tensors alive together, room for one: by bytes the larger stays, by weight the
+    # one read most.
+    by_bytes = cadence_memplan.plan(
+        [0, 0], [3, 3], [48, 32], [64, 1024], [16, 16], algorithm="best"
+    )
+    assert by_bytes.mem_ids.tolist() == [1, 2]
+    by_traffic = cadence_memplan.plan(
+        [0, 0], [3, 3], [48, 32], [64, 1024], [16, 16], algorithm="best", weights=[48, 320]
+    )
+    assert by_traffic.mem_ids.tolist() == [2, 1]
+    assert by_traffic.kept_bound == 320
+    assert by_traffic.proved_optimal
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"weights": [1, 2, 3]}, "weights has 3 entries for 2 tensors"),
+        ({"weights": [1, -1]}, "weights must be >= 0"),
+        ({"weights": [1, 1], "algorithm": "position"}, "weights apply to algorithm='best' only"),
+    ],
+)
+def test_bad_weights_are_refused(options, match) -> None:
+    arguments = {"algorithm": "best", **options}
+    with pytest.raises(ValueError, match=match):
+        cadence_memplan.plan([0, 0], [3, 3], [48, 32], [64, 1024], [16, 16], **arguments)

@@ -99,7 +99,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
                 const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                 const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
                 bool keep_incoming_offset, const std::string& occupancy, double budget_ms,
-                int threads, int64_t max_nodes, const Int64Array& keep_in_memory1) {
+                int threads, int64_t max_nodes, const Int64Array& keep_in_memory1,
+                const Int64Array& weights) {
   const bool best = algorithm == "best";
   Algorithm placer = Algorithm::kPositionBasedGreedy;
   if (algorithm == "heuristic") {
@@ -147,6 +148,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
   std::vector<TensorIndex> selection = ToVector(keep_in_memory1, "keep_in_memory1");
   const bool selection_given = !selection.empty();
   if (!best && selection_given) throw InvalidInput("keep_in_memory1 needs algorithm 'best'");
+  std::vector<Size> tensor_weights = ToVector(weights, "weights");
+  if (!best && !tensor_weights.empty()) throw InvalidInput("weights needs algorithm 'best'");
   try {
     py::gil_scoped_release release;
     if (best) {
@@ -155,6 +158,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
       options.threads = threads;
       options.max_nodes = max_nodes;
       options.keep_in_memory1 = std::move(selection);
+      options.weights = std::move(tensor_weights);
       BestResult found = PlanBest(request, options);
       result = std::move(found.plan);
       strategy = std::move(found.strategy);
@@ -238,7 +242,8 @@ void RegisterPlanning(py::module_& m) {
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
         py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy"),
-        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"), py::arg("keep_in_memory1"));
+        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"), py::arg("keep_in_memory1"),
+        py::arg("weights"));
   m.def("validate", &Validate, py::kw_only(), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

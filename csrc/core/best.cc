@@ -91,14 +91,16 @@ Size BestSearch::PlacedBufsize(MemId m) const {
 
 }  // namespace detail
 
-std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan) {
+std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan,
+                           const std::vector<Size>& weights) {
   const size_t memory_count = request.memories.size();
-  // outside[m]: bytes of this call's tensors in memories past m. Saturating:
-  // sizes may add up past 2^63.
+  // outside[m]: the weights (bytes by default) of this call's tensors in
+  // memories past m. Saturating: they may add up past 2^63.
   std::vector<Size> cost(memory_count, 0);
   for (size_t i = 0; i < request.tensors.size(); ++i) {
+    const Size weight = weights.empty() ? request.tensors[i].size : weights[i];
     for (size_t m = plan.placements[i].mem_id; m-- > 1;) {
-      cost[m - 1] = SaturatingAdd(cost[m - 1], request.tensors[i].size);
+      cost[m - 1] = SaturatingAdd(cost[m - 1], weight);
     }
   }
   Size total = 0;
@@ -120,6 +122,15 @@ BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
       throw InvalidInput(StrCat("keep_in_memory1: tensor ", t, " may not go to memory 1"));
     }
     selected[t] = 1;
+  }
+  if (!options.weights.empty() && options.weights.size() != request.tensors.size()) {
+    throw InvalidInput(StrCat("weights has ", options.weights.size(), " entries for ",
+                              request.tensors.size(), " tensors"));
+  }
+  for (size_t i = 0; i < options.weights.size(); ++i) {
+    if (options.weights[i] < 0) {
+      throw InvalidInput(StrCat("weights[", i, "] is negative: ", options.weights[i]));
+    }
   }
   return detail::BestSearch(request, options).Run();
 }

@@ -5,6 +5,8 @@
 // outside memory 1, then outside memories 1..2, and so on up to N-1, then the
 // total of all bufsizes. With one memory that is its bufsize. On a DSP every
 // byte kept in fast memory saves cycles, so the fast memories come first.
+// With options.weights, the first N-1 terms sum the tensors' weights instead
+// of their bytes (what a tensor outside a fast memory costs, e.g. its traffic).
 //
 // The search, in a fixed order:
 //   1. A portfolio: both placers (planner.h) on several visit orders: by size
@@ -81,6 +83,9 @@ struct BestOptions {
   // keeps them only when the exact search packs them all and the result is
   // better under PlanCost.
   std::vector<TensorIndex> keep_in_memory1;
+  // Per tensor, >= 0, what it costs outside a fast memory (see the objective);
+  // empty: its size.
+  std::vector<Size> weights;
 };
 
 // What the exact search said about packing every tensor that may go to
@@ -119,15 +124,17 @@ struct BestResult {
   Fit selection_fit = Fit::kUnknown;
 };
 
-// The objective of a plan of `request` (see above), for comparisons.
-std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan);
+// The objective of a plan of `request` (see above), for comparisons;
+// `weights` as BestOptions::weights.
+std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan,
+                           const std::vector<Size>& weights = {});
 
 // Throws InvalidInput like Plan() (and when no candidate passes Validate, or
 // keep_in_memory1 names a tensor twice, out of range or not allowed in memory
-// 1), PlanningFailure when neither a candidate nor fit first plans (the first
-// candidate's failure, upstream's position placer's, with Plan()'s peak-live
-// note, then whether fit first proved that no plan exists or found none
-// within the budget), and Interrupted.
+// 1, or weights has another length than the tensors or a negative entry), PlanningFailure when
+// neither a candidate nor fit first plans (the first candidate's failure, upstream's position
+// placer's, with Plan()'s peak-live note, then whether fit first proved that no plan exists or
+// found none within the budget), and Interrupted.
 BestResult PlanBest(const PlanRequest& request, const BestOptions& options = {});
 
 }  // namespace cadence_memplan

@@ -100,9 +100,15 @@ bool BestSearch::Consider(PlanResult plan, const std::string& strategy, bool val
       return false;
     }
   }
-  std::vector<Size> cost = PlanCost(request_, plan);
+  std::vector<Size> cost = PlanCost(request_, plan, options_.weights);
   if (!best_cost_.empty() && !Better(cost, best_cost_)) return false;
   best_cost_ = std::move(cost);
+  best_outside_memory1_ = 0;
+  for (size_t i = 0; i < request_.tensors.size(); ++i) {
+    if (plan.placements[i].mem_id != 1) {
+      best_outside_memory1_ = SaturatingAdd(best_outside_memory1_, request_.tensors[i].size);
+    }
+  }
   result_.plan = std::move(plan);
   result_.strategy = strategy;
   result_.improvements.push_back({ElapsedMs(), best_cost_.back()});
@@ -124,10 +130,7 @@ std::string BestSearch::PlacerStrategy(Algorithm algorithm, const std::string& o
 }
 
 bool BestSearch::NothingOutsideMemory1() const {
-  for (size_t k = 0; k + 1 < best_cost_.size(); ++k) {
-    if (best_cost_[k] != 0) return false;
-  }
-  return true;
+  return !best_cost_.empty() && best_outside_memory1_ == 0;
 }
 
 SearchLimits BestSearch::LimitsForShare(double share) const {

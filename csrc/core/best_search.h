@@ -158,6 +158,7 @@ class BestSearch {
   std::vector<NamedOrder> orders_;
   std::vector<TensorIndex> best_order_;  // The visit order of the portfolio's winner.
   std::vector<Size> best_cost_;
+  Size best_outside_memory1_ = 0;  // The best plan's bytes outside memory 1.
   std::string first_problem_;
   std::optional<PlanningFailure> first_failure_;  // The portfolio's first.
   BestResult result_;

@@ -82,6 +82,7 @@ def plan_capacity_first(
     may_use_memory1: npt.NDArray[np.bool_],
     preplaced: Preplaced,
     budget_ms: float,
+    weights: IntArray,
 ) -> CapacityPlan:
     """Plan with the core's ``best`` (``core_plan``) and, when not every tensor allowed in
     memory 1 fits there, choose what to keep there by the integer program (module
@@ -94,7 +95,6 @@ def plan_capacity_first(
 
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1
-    weights = sizes
     selector = CapacitySelection(
         starts,
         ends,
@@ -111,7 +111,9 @@ def plan_capacity_first(
     total = int(weights[may_use_memory1].sum(dtype=object))
     takes_room = may_use_memory1 & (sizes > 0) & (starts <= ends)
     lightest = int(weights[takes_room].min()) if takes_room.any() else 0
-    live_bound = _live_bytes_bound(starts, ends, sizes, may_use_memory1, int(memory_sizes[0]))
+    live_bound = _live_bytes_bound(
+        starts, ends, sizes, weights, may_use_memory1, int(memory_sizes[0])
+    )
     _, nonzeros = selector.model_size()
     if nonzeros * _BUILD_SECONDS_PER_NONZERO > _SOLVE_SHARE * budget_ms / 1000:
         # The program would take more than its share of the budget to build (HiGHS does
@@ -180,34 +182,55 @@ def _live_bytes_bound(
     starts: IntArray,
     ends: IntArray,
     sizes: IntArray,
+    weights: IntArray,
     candidates: npt.NDArray[np.bool_],
     capacity: int,
 ) -> int:
-    """A bound on the bytes memory 1 keeps that needs no solver. At any instant, the tensors
+    """A bound on the weight memory 1 keeps that needs no solver. At any instant, the tensors
     kept there and alive then hold at most ``capacity`` bytes (each takes at least its
-    size). So (a) at least ``live(t) - capacity`` bytes of the candidates alive at the worst
-    instant ``t`` stay out, and (b) for instants ``t_1 < t_2 < ...`` that every candidate's
-    lifetime contains one of (taken greedily by ends, the fewest such instants), with each
-    candidate counted at the first one it contains, what is kept is at most the sum over
-    ``t_j`` of ``min(capacity, bytes counted at t_j)``. The smaller of (a) and (b)."""
+    size). Take instants ``t_1 < t_2 < ...`` that every candidate's lifetime contains one of
+    (greedily by ends: the fewest such instants) and count each candidate at the first one
+    it contains: the kept ones counted at ``t_j`` hold at most ``capacity`` bytes, so their
+    weight is at most the fractional knapsack of that group (heaviest weight per byte first,
+    the last one in part). The sum over the groups bounds what is kept; with weights equal
+    to the sizes, also the total less the bytes over ``capacity`` at the worst instant."""
     alive = candidates & (starts <= ends) & (sizes > 0)
-    total = int(sizes[candidates].sum(dtype=object))
+    total = int(weights[candidates].sum(dtype=object))
+    bound = total - int(weights[alive].sum(dtype=object))  # Never alive: no instant holds them.
     if not alive.any():
         return total
-    times = np.concatenate([starts[alive], ends[alive] + 1])
-    deltas = np.concatenate([sizes[alive], -sizes[alive]]).astype(object)
-    order = np.lexsort((deltas.astype(np.float64), times))  # At one time, ends first.
-    worst_instant = total - max(0, int(np.cumsum(deltas[order]).max()) - capacity)
     by_end = np.argsort(ends[alive], kind="stable")
     group_starts = starts[alive][by_end].tolist()
     group_ends = ends[alive][by_end].tolist()
     group_sizes = sizes[alive][by_end].tolist()
-    stabbed = total - int(sizes[alive].sum(dtype=object))  # Never alive: no instant holds them.
-    point, group = None, 0
-    for start, end, size in zip(group_starts, group_ends, group_sizes, strict=True):
+    group_weights = weights[alive][by_end].tolist()
+    point: int | None = None
+    group: list[tuple[int, int]] = []
+    for start, end, size, weight in zip(
+        group_starts, group_ends, group_sizes, group_weights, strict=True
+    ):
         if point is None or start > point:
-            stabbed += min(capacity, group)
-            point, group = end, 0
-        group += size
-    stabbed += min(capacity, group)
-    return min(worst_instant, stabbed)
+            bound += _fractional_knapsack(group, capacity)
+            point, group = end, []
+        group.append((size, weight))
+    bound += _fractional_knapsack(group, capacity)
+    if np.array_equal(weights, sizes):
+        times = np.concatenate([starts[alive], ends[alive] + 1])
+        deltas = np.concatenate([sizes[alive], -sizes[alive]]).astype(object)
+        order = np.lexsort((deltas.astype(np.float64), times))  # At one time, ends first.
+        bound = min(bound, total - max(0, int(np.cumsum(deltas[order]).max()) - capacity))
+    return bound
+
+
+def _fractional_knapsack(items: list[tuple[int, int]], capacity: int) -> int:
+    """The most weight of ``(size, weight)`` items in ``capacity`` bytes when items may be
+    taken in part, rounded up: a bound on taking them whole."""
+    value, room = 0, capacity
+    for size, weight in sorted(items, key=lambda item: -item[1] / item[0]):
+        if size <= room:
+            value += weight
+            room -= size
+        else:
+            value += -(-weight * room // size)
+            break
+    return value

@@ -100,6 +100,7 @@ def plan(
     threads: int,
     max_nodes: int,
     keep_in_memory1: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.int64],
 ) -> PlanOutput: ...
 def validate(
     *,
