@@ -13,6 +13,7 @@ upstream's classes and ours (needs executorch).
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -340,3 +341,60 @@ def generate_case(choose: Chooser, max_tensors: int = 40) -> Case:
         preplaced=preplaced,
         incoming_offsets=incoming,
     )
+
+
+def cut_rectangle(rng: random.Random, height: int, span: int, pieces: int, alignment: int):
+    """A height x span rectangle (in units of the alignment) cut into tensors by random
+    guillotine cuts, each up to alignment - 1 bytes short of its units: it packs into
+    height * alignment bytes, and nothing packs lower."""
+    boxes = [(0, height, 0, span - 1)]  # (low, height, first node, last node)
+    while len(boxes) < pieces:
+        k = rng.randrange(len(boxes))
+        low, tall, first, last = boxes[k]
+        if rng.random() < 0.5 and tall > 1:
+            cut = rng.randint(1, tall - 1)
+            boxes[k] = (low, cut, first, last)
+            boxes.append((low + cut, tall - cut, first, last))
+        elif last > first:
+            cut = rng.randint(first, last - 1)
+            boxes[k] = (low, tall, first, cut)
+            boxes.append((low, tall, cut + 1, last))
+    starts = [first for _, _, first, _ in boxes]
+    ends = [last for _, _, _, last in boxes]
+    sizes = [tall * alignment - rng.randrange(alignment) for _, tall, _, _ in boxes]
+    return starts, ends, sizes
+
+
+def brute_force_bufsize(starts, ends, sizes, capacity: int, alignment: int) -> int | None:
+    """The smallest bufsize of one memory over every aligned offset of every tensor."""
+    best: list[int | None] = [None]
+    offsets: list[int] = []
+
+    def end(offset: int, size: int) -> int:
+        return -(-(offset + size) // alignment) * alignment
+
+    def place(i: int, bufsize: int) -> None:
+        if best[0] is not None and bufsize >= best[0]:
+            return
+        if i == len(sizes):
+            best[0] = bufsize
+            return
+        for offset in range(0, capacity, alignment):
+            if end(offset, sizes[i]) > capacity:
+                break
+            clash = any(
+                sizes[i]
+                and sizes[j]
+                and starts[i] <= ends[j]
+                and starts[j] <= ends[i]
+                and offset < offsets[j] + sizes[j]
+                and offsets[j] < offset + sizes[i]
+                for j in range(i)
+            )
+            if not clash:
+                offsets.append(offset)
+                place(i + 1, max(bufsize, end(offset, sizes[i])))
+                offsets.pop()
+
+    place(0, 0)
+    return best[0]

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cases import PLANNING_INSTANCES, RandomChooser, generate_case, plan_with_array_api
+from cases import (
+    PLANNING_INSTANCES,
+    RandomChooser,
+    brute_force_bufsize,
+    cut_rectangle,
+    generate_case,
+    plan_with_array_api,
+)
 
 import cadence_memplan
 from cadence_memplan.io.minimalloc import read_minimalloc_csv
@@ -146,28 +153,6 @@ def peak_live(instance) -> int:
     return peak
 
 
-def cut_rectangle(rng: random.Random, height: int, span: int, pieces: int, alignment: int):
-    """A height x span rectangle (in units of the alignment) cut into tensors by random
-    guillotine cuts, each up to alignment - 1 bytes short of its units: it packs into
-    height * alignment bytes, and nothing packs lower."""
-    boxes = [(0, height, 0, span - 1)]  # (low, height, first node, last node)
-    while len(boxes) < pieces:
-        k = rng.randrange(len(boxes))
-        low, tall, first, last = boxes[k]
-        if rng.random() < 0.5 and tall > 1:
-            cut = rng.randint(1, tall - 1)
-            boxes[k] = (low, cut, first, last)
-            boxes.append((low + cut, tall - cut, first, last))
-        elif last > first:
-            cut = rng.randint(first, last - 1)
-            boxes[k] = (low, tall, first, cut)
-            boxes.append((low, tall, cut + 1, last))
-    starts = [first for _, _, first, _ in boxes]
-    ends = [last for _, _, _, last in boxes]
-    sizes = [tall * alignment - rng.randrange(alignment) for _, tall, _, _ in boxes]
-    return starts, ends, sizes
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_proves_the_optimum_of_a_cut_rectangle(seed: int) -> None:
     rng = random.Random(seed)
@@ -194,41 +179,6 @@ def test_proves_the_optimum_of_a_cut_rectangle(seed: int) -> None:
     assert all(later < earlier for earlier, later in itertools.pairwise(totals))
 
 
-def brute_force_bufsize(starts, ends, sizes, capacity: int, alignment: int) -> int | None:
-    """The smallest bufsize of one memory over every aligned offset of every tensor."""
-    best: list[int | None] = [None]
-    offsets: list[int] = []
-
-    def end(offset: int, size: int) -> int:
-        return -(-(offset + size) // alignment) * alignment
-
-    def place(i: int, bufsize: int) -> None:
-        if best[0] is not None and bufsize >= best[0]:
-            return
-        if i == len(sizes):
-            best[0] = bufsize
-            return
-        for offset in range(0, capacity, alignment):
-            if end(offset, sizes[i]) > capacity:
-                break
-            clash = any(
-                sizes[i]
-                and sizes[j]
-                and starts[i] <= ends[j]
-                and starts[j] <= ends[i]
-                and offset < offsets[j] + sizes[j]
-                and offsets[j] < offset + sizes[i]
-                for j in range(i)
-            )
-            if not clash:
-                offsets.append(offset)
-                place(i + 1, max(bufsize, end(offset, sizes[i])))
-                offsets.pop()
-
-    place(0, 0)
-    return best[0]
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_claims_hold_against_brute_force(seed: int) -> None:
     rng = random.Random(7_000 + seed)
@@ -253,10 +203,14 @@ def test_claims_hold_against_brute_force(seed: int) -> None:
 
 
 def test_lower_bound_only_without_bytes_outside_memory_1() -> None:
-    # 48 + 32 bytes alive at once in a 64-byte memory 1: something goes to memory 2.
+    # 48 + 32 bytes alive at once in a 64-byte memory 1: something goes to memory 2. The
+    # bufsize bound is then None, and what memory 1 keeps is bounded instead: at most 48
+    # bytes, which the plan keeps, so memory 1 is proved as full as it can be.
     spilled = cadence_memplan.plan([0, 1], [3, 2], [48, 32], [64, 1024], [16, 16], algorithm="best")
     assert int(np.asarray([48, 32])[spilled.mem_ids > 1].sum()) > 0
-    assert (spilled.proved_optimal, spilled.lower_bound) == (False, None)
+    assert (spilled.lower_bound, spilled.kept_bound) == (None, 48)
+    assert int(np.asarray([48, 32])[spilled.mem_ids == 1].sum()) == 48
+    assert spilled.proved_optimal
     # Everything fits in memory 1: the bound covers the total bufsize.
     kept = cadence_memplan.plan([0, 1], [3, 2], [48, 32], [128, 1024], [16, 16], algorithm="best")
     assert (kept.mem_ids == 1).all()

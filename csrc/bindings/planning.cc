@@ -22,7 +22,29 @@ struct PlanOutput {
   bool proved_optimal = false;  // "best" proved that no valid plan is better.
   py::object lower_bound;       // BestResult::lower_bound, or None.
   py::object progress;          // BestResult::improvements as (ms, bytes) pairs, or None.
+  // BestResult::all_in_memory1 and selection_fit in words, or None.
+  py::object all_in_memory1;
+  py::object selection_fit;
 };
+
+const char* AllInMemory1Name(AllInMemory1 answer) {
+  switch (answer) {
+    case AllInMemory1::kFits: return "fits";
+    case AllInMemory1::kProvedImpossible: return "proved impossible";
+    case AllInMemory1::kNotFound: return "not found";
+    case AllInMemory1::kNotAsked: break;
+  }
+  return "not asked";
+}
+
+const char* FitName(Fit fit) {
+  switch (fit) {
+    case Fit::kFits: return "fits";
+    case Fit::kDoesNotFit: return "does not fit";
+    case Fit::kUnknown: break;
+  }
+  return "unknown";
+}
 
 std::vector<Tensor> ToTensors(const Int64Array& starts, const Int64Array& ends,
                               const Int64Array& sizes, const char* what) {
@@ -77,7 +99,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
                 const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                 const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
                 bool keep_incoming_offset, const std::string& occupancy, double budget_ms,
-                int threads, int64_t max_nodes) {
+                int threads, int64_t max_nodes, const Int64Array& keep_in_memory1,
+                const Int64Array& weights) {
   const bool best = algorithm == "best";
   Algorithm placer = Algorithm::kPositionBasedGreedy;
   if (algorithm == "heuristic") {
@@ -120,6 +143,13 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
   std::optional<Size> lower_bound;
   bool proved_optimal = false;
   std::vector<Improvement> improvements;
+  AllInMemory1 all_in_memory1 = AllInMemory1::kNotAsked;
+  Fit selection_fit = Fit::kUnknown;
+  std::vector<TensorIndex> selection = ToVector(keep_in_memory1, "keep_in_memory1");
+  const bool selection_given = !selection.empty();
+  if (!best && selection_given) throw InvalidInput("keep_in_memory1 needs algorithm 'best'");
+  std::vector<Size> tensor_weights = ToVector(weights, "weights");
+  if (!best && !tensor_weights.empty()) throw InvalidInput("weights needs algorithm 'best'");
   try {
     py::gil_scoped_release release;
     if (best) {
@@ -127,12 +157,16 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
       options.budget_ms = budget_ms;
       options.threads = threads;
       options.max_nodes = max_nodes;
+      options.keep_in_memory1 = std::move(selection);
+      options.weights = std::move(tensor_weights);
       BestResult found = PlanBest(request, options);
       result = std::move(found.plan);
       strategy = std::move(found.strategy);
       lower_bound = found.lower_bound;
       proved_optimal = found.proved_optimal;
       improvements = std::move(found.improvements);
+      all_in_memory1 = found.all_in_memory1;
+      selection_fit = found.selection_fit;
     } else {
       result = cadence_memplan::Plan(request, placer);
     }
@@ -167,7 +201,9 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
           best ? py::object(py::str(strategy)) : py::object(py::none()),
           proved_optimal,
           lower_bound ? py::object(py::int_(*lower_bound)) : py::object(py::none()),
-          std::move(progress)};
+          std::move(progress),
+          best ? py::object(py::str(AllInMemory1Name(all_in_memory1))) : py::object(py::none()),
+          selection_given ? py::object(py::str(FitName(selection_fit))) : py::object(py::none())};
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -198,13 +234,16 @@ void RegisterPlanning(py::module_& m) {
       .def_readonly("strategy", &PlanOutput::strategy)
       .def_readonly("proved_optimal", &PlanOutput::proved_optimal)
       .def_readonly("lower_bound", &PlanOutput::lower_bound)
-      .def_readonly("progress", &PlanOutput::progress);
+      .def_readonly("progress", &PlanOutput::progress)
+      .def_readonly("all_in_memory1", &PlanOutput::all_in_memory1)
+      .def_readonly("selection_fit", &PlanOutput::selection_fit);
   m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),
         py::arg("sizes"), py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
         py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy"),
-        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"));
+        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"), py::arg("keep_in_memory1"),
+        py::arg("weights"));
   m.def("validate", &Validate, py::kw_only(), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

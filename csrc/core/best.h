@@ -5,11 +5,23 @@
 // outside memory 1, then outside memories 1..2, and so on up to N-1, then the
 // total of all bufsizes. With one memory that is its bufsize. On a DSP every
 // byte kept in fast memory saves cycles, so the fast memories come first.
+// With options.weights, the first N-1 terms sum the tensors' weights instead
+// of their bytes (what a tensor outside a fast memory costs, e.g. its traffic).
 //
 // The search, in a fixed order:
 //   1. A portfolio: both placers (planner.h) on several visit orders: by size
 //      (upstream's), lifetime length, area (size x length), the bytes of the
 //      tensors alive with each one, their number, and start time.
+//   Fit first. When the portfolio's plan leaves bytes outside memory 1 (or
+//      no candidate planned at all) and the aligned peak-live bytes of the
+//      tensors that may go to memory 1 are within its size, the exact search
+//      asks whether all of them fit there (FitInCapacity), with half the
+//      budget left, or all of it when there is no plan yet. A packing puts
+//      them all in memory 1 and the portfolio places the rest in memories
+//      2..N. Then, when options.keep_in_memory1 names a selection, the same
+//      for that selection (capacity-first planning: the caller chose the
+//      tensors, e.g. by an integer program, and memory 1's holes are then
+//      filled by the growth of step 3).
 //   2. When the best plan so far leaves no byte outside memory 1 (always, with
 //      one memory): the exact search of exact_search.h minimises memory 1's
 //      bufsize from that plan, the already-placed tensors of memory 1 being
@@ -66,6 +78,24 @@ struct BestOptions {
   // 0: one per core. The result does not depend on it (unless the wall-clock
   // budget runs out).
   int threads = 0;
+  // Tensors to try to keep in memory 1 together (indices into the request,
+  // each allowed in memory 1, no repeats); empty: none. A hint: the plan
+  // keeps them only when the exact search packs them all and the result is
+  // better under PlanCost.
+  std::vector<TensorIndex> keep_in_memory1;
+  // Per tensor, >= 0, what it costs outside a fast memory (see the objective);
+  // empty: its size.
+  std::vector<Size> weights;
+};
+
+// What the exact search said about packing every tensor that may go to
+// memory 1 into it ("fit first"); kNotAsked when the portfolio had already
+// done so or the step did not apply.
+enum class AllInMemory1 {
+  kNotAsked,
+  kFits,               // A packing was found (and considered).
+  kProvedImpossible,   // Their aligned peak-live bytes, or the search, prove it.
+  kNotFound,           // The budget ran out first.
 };
 
 struct BestResult {
@@ -88,15 +118,23 @@ struct BestResult {
   // The total bufsize each time the best plan improved, after `elapsed_ms`
   // of PlanBest; the first entry is the portfolio's.
   std::vector<Improvement> improvements;
+  // Fit first's answer (see above).
+  AllInMemory1 all_in_memory1 = AllInMemory1::kNotAsked;
+  // Whether the exact search packed options.keep_in_memory1 into memory 1.
+  Fit selection_fit = Fit::kUnknown;
 };
 
-// The objective of a plan of `request` (see above), for comparisons.
-std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan);
+// The objective of a plan of `request` (see above), for comparisons;
+// `weights` as BestOptions::weights.
+std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan,
+                           const std::vector<Size>& weights = {});
 
-// Throws InvalidInput like Plan() (and when no candidate passes Validate),
-// PlanningFailure when no candidate plans (the first candidate's failure,
-// upstream's position placer's, with Plan()'s peak-live note), and
-// Interrupted.
+// Throws InvalidInput like Plan() (and when no candidate passes Validate, or
+// keep_in_memory1 names a tensor twice, out of range or not allowed in memory
+// 1, or weights has another length than the tensors or a negative entry), PlanningFailure when
+// neither a candidate nor fit first plans (the first candidate's failure, upstream's position
+// placer's, with Plan()'s peak-live note, then whether fit first proved that no plan exists or
+// found none within the budget), and Interrupted.
 BestResult PlanBest(const PlanRequest& request, const BestOptions& options = {});
 
 }  // namespace cadence_memplan

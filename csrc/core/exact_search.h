@@ -161,15 +161,38 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 
 // Minimises the bufsize below `capacity`, starting from `incumbent` (offsets
 // of a valid packing within it), until it is proved optimal or the limits stop
-// the search: first at the lower bound, then by halving the gap to the best
-// bufsize known, each round with twice the nodes of the last. Every packing
-// it returns is valid for the problem. Throws Interrupted.
+// the search. Rounds of doubling node limits: each probes the lower bound,
+// then descends from the best plan (a probe a step below it, each packing
+// found taken at its real top; the step grows toward the bound while probes
+// answer quickly and shrinks to one unit when they do not), so that the
+// best plan keeps improving when the bound is out of reach
+// (exact_search.cc says how the nodes are shared). Every packing it returns
+// is valid for the problem; `improvements` lists each step. Throws
+// Interrupted.
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
                               std::vector<Offset> incumbent, const SearchLimits& limits);
 
-// The search lists the tensors alive in each section: when that takes more
-// than this many entries (the sections each tensor spans, summed; 4 bytes
-// each), it is not attempted and the incumbent comes back with the bound.
-inline constexpr int64_t kMaxSearchEntries = int64_t{16} << 20;
+// Memory: one number of bytes. A MinimizeBufsize or FitInCapacity call
+// holds the problem's tables (UnitProblem: 4 bytes per entry, an entry being
+// one section a tensor spans, plus about 100 per tensor and 50 per section),
+// shared read-only by its members, and per member (one per preorder, at most
+// kSearchMembers at once, whatever the threads) a fixed state (about 100
+// bytes per tensor and 100 per section) and undo logs that grow with the
+// depth of its search (8 bytes per section whose lowest tensor changed, 12
+// per tensor whose minimum offset rose, per placement on the stack). Each
+// member's logs are capped at kMaxUndoBytes: a member that would pass it
+// stops, unanswered, as at its node limit (deterministic: the cap depends on
+// neither threads nor time). When the tables and fixed states
+// (SearchBytesEstimate) plus kSearchMembers capped logs would pass
+// kMaxSearchBytes, the search is not attempted and the incumbent comes back
+// with the bound. Measured on pangu_2.6B (18,692 tensors): PlanBest peaks at
+// about 260 MB resident with 2 threads (docs/quality.md).
+inline constexpr int64_t kSearchMembers = 3;
+inline constexpr int64_t kMaxUndoBytes = int64_t{32} << 20;
+inline constexpr int64_t kMaxSearchBytes = int64_t{160} << 20;
+inline constexpr int64_t SearchBytesEstimate(int64_t entries, int64_t tensors, int64_t sections) {
+  return 4 * entries + (100 + kSearchMembers * 100) * tensors +
+         (50 + kSearchMembers * 100) * sections;
+}
 
 }  // namespace cadence_memplan

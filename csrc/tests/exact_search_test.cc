@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "check.h"
+#include "cut_rectangles.h"
 #include "packing_oracle.h"
 #include "planner.h"
 
@@ -211,6 +212,32 @@ void TestKnownOptimum() {
   CHECK_EQ(proved, cases);  // Each within its node budget: deterministic.
 }
 
+// The public set's generator (cut_rectangles.h), small: the rectangle's
+// height is the optimum; the search never claims a bound above it, and
+// proves it within the node budget (deterministic).
+void TestCutRectangleSet() {
+  int proved = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto pieces = memplan_test::CutRectangle(seed, 6 + 3 * static_cast<int>(seed), 4096, 64);
+    PackingProblem p;
+    p.tensors = memplan_test::Tensors(pieces);
+    memplan_test::SetContext("cut rectangle set " + std::to_string(seed));
+    const Size capacity = 4 * 4096;
+    const std::vector<Offset> incumbent = FirstFitPacking(p, capacity);
+    if (!CHECK(!incumbent.empty())) continue;
+    std::vector<Offset> rectangle;
+    for (const memplan_test::CutPiece& piece : pieces) rectangle.push_back(piece.low);
+    CHECK_EQ(PackingProblemWith(p, 4096, rectangle), std::string());  // A packing at the bound.
+    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 22));
+    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
+    CHECK_EQ(result.lower_bound, Size{4096});
+    CHECK(result.bufsize >= 4096);
+    proved += result.proved_optimal();
+  }
+  memplan_test::SetContext("cut rectangle set");
+  CHECK_EQ(proved, 8);
+}
+
 // Threads do not change the answer under a node budget; nor does running again.
 void TestThreadsAndNodes() {
   std::mt19937_64 rng(99);
@@ -287,6 +314,7 @@ int main() {
   const auto begin = std::chrono::steady_clock::now();
   TestAlignmentByHand();
   TestKnownOptimum();
+  TestCutRectangleSet();
   TestThreadsAndNodes();
   TestInterrupted();
   Stats stats;

@@ -39,6 +39,12 @@ class PlanOutput:
     def lower_bound(self) -> int | None: ...
     @property
     def progress(self) -> tuple[tuple[float, int], ...] | None: ...
+    @property
+    def all_in_memory1(
+        self,
+    ) -> Literal["not asked", "fits", "proved impossible", "not found"] | None: ...
+    @property
+    def selection_fit(self) -> Literal["fits", "does not fit", "unknown"] | None: ...
 
 class SharedObjectPacking:
     """What pack_shared_objects() decided, by name."""
@@ -93,6 +99,8 @@ def plan(
     budget_ms: float,
     threads: int,
     max_nodes: int,
+    keep_in_memory1: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.int64],
 ) -> PlanOutput: ...
 def validate(
     *,

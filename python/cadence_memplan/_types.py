@@ -66,9 +66,12 @@ class PlanResult:
     ``lower_bound`` (``algorithm="best"`` only, else None) is set when the plan leaves no
     byte outside memory 1 (always with one memory): every valid plan that does the same
     has a total bufsize of at least ``lower_bound`` bytes, and every other valid plan is
-    worse; with one memory it bounds the bufsize. ``proved_optimal`` is True when the
-    plan's total bufsize equals it, so no valid plan is better (always False for
-    ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
+    worse; with one memory it bounds the bufsize. ``kept_bound`` (``"best"`` with two or
+    more memories, else None) is proved: no valid plan keeps more bytes of this call's
+    tensors in memory 1 (docs/quality.md, "Tight memory"). ``proved_optimal`` is True when the plan's total
+    bufsize equals ``lower_bound``, so no valid plan is better, or, when bytes spill out
+    of memory 1, when memory 1 keeps ``kept_bound`` bytes: no valid plan keeps more there,
+    the objective's first term (always False for ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
     ``(milliseconds, total bufsize)`` each time the search's best plan improved, the first
     entry its first plan.
     """
@@ -83,3 +86,4 @@ class PlanResult:
     proved_optimal: bool = False
     lower_bound: int | None = None
     progress: tuple[tuple[float, int], ...] | None = None
+    kept_bound: int | None = None

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from ._capacity import plan_capacity_first
 from ._types import (
     ALGORITHMS,
     OCCUPANCIES,
@@ -106,32 +107,65 @@ def plan_prepared(
     *,
     threads: int = 0,
     max_nodes: int | None = None,
+    weights: npt.NDArray[np.int64] | None = None,
 ) -> PlanResult:
     """:func:`plan` on input already prepared (int64 arrays, bit masks, choices checked by
     the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
-    ``incoming_offsets`` may be empty. The core checks every value again and raises
+    ``incoming_offsets`` may be empty; ``weights`` is None (the sizes) or int64, one per
+    tensor, for ``"best"`` only. The core checks every value again and raises
     ValueError or :class:`PlanningError` (its message states the peak-live bound)."""
-    core = _core.plan(
-        algorithm=algorithm,
-        starts=starts,
-        ends=ends,
-        sizes=sizes,
-        memory_sizes=memory_sizes,
-        memory_alignments=memory_alignments,
-        blocked=blocked,
-        allowed=allowed,
-        placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
-        placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
-        placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
-        placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
-        placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
-        incoming_offsets=incoming_offsets,
-        keep_incoming_offset=keep_incoming_offset,
-        occupancy=occupancy,
-        budget_ms=budget_ms,
-        threads=threads,
-        max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
-    )
+    tensor_weights = _EMPTY if weights is None else weights
+
+    def core_plan(keep_in_memory1: npt.NDArray[np.int64], budget: float) -> _core.PlanOutput:
+        return _core.plan(
+            algorithm=algorithm,
+            starts=starts,
+            ends=ends,
+            sizes=sizes,
+            memory_sizes=memory_sizes,
+            memory_alignments=memory_alignments,
+            blocked=blocked,
+            allowed=allowed,
+            placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
+            placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
+            placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
+            placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
+            placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
+            incoming_offsets=incoming_offsets,
+            keep_incoming_offset=keep_incoming_offset,
+            occupancy=occupancy,
+            budget_ms=budget,
+            threads=threads,
+            max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
+            keep_in_memory1=keep_in_memory1,
+            weights=tensor_weights,
+        )
+
+    kept_bound = None
+    proved_optimal = False
+    if algorithm == "best" and len(memory_sizes) > 1:
+        may_use_memory1 = _may_use_memory1(blocked, allowed, len(starts))
+        capacity_plan = plan_capacity_first(
+            core_plan,
+            starts,
+            ends,
+            sizes,
+            memory_sizes,
+            memory_alignments,
+            may_use_memory1,
+            preplaced,
+            budget_ms,
+            sizes if weights is None else weights,
+        )
+        core = capacity_plan.output
+        kept_bound = capacity_plan.kept_bound
+        if not core.proved_optimal:
+            in_memory1 = np.asarray(core.mem_ids) == 1
+            kept = int((sizes if weights is None else weights)[in_memory1].sum(dtype=object))
+            outside = int(sizes[~in_memory1].sum(dtype=object))
+            proved_optimal = outside > 0 and kept >= kept_bound
+    else:
+        core = core_plan(_EMPTY, budget_ms)
     return PlanResult(
         mem_ids=core.mem_ids,
         offsets=core.offsets,
@@ -140,10 +174,23 @@ def plan_prepared(
         memory_order=core.memory_order,
         occupancy=core.occupancy,
         strategy=core.strategy,
-        proved_optimal=core.proved_optimal,
+        proved_optimal=core.proved_optimal or proved_optimal,
         lower_bound=core.lower_bound,
         progress=core.progress,
+        kept_bound=kept_bound,
     )
+
+
+def _may_use_memory1(
+    blocked: npt.NDArray[np.uint64], allowed: int, tensor_count: int
+) -> npt.NDArray[np.bool_]:
+    """Which tensors may go to memory 1 under the prepared masks."""
+    if not allowed & 2:
+        return np.zeros(tensor_count, dtype=np.bool_)
+    if len(blocked) == 0:
+        return np.ones(tensor_count, dtype=np.bool_)
+    may_use: npt.NDArray[np.bool_] = (np.asarray(blocked, dtype=np.uint64) & np.uint64(2)) == 0
+    return may_use
 
 
 def plan(
@@ -163,6 +210,7 @@ def plan(
     budget_ms: float = DEFAULT_BUDGET_MS,
     threads: int = 0,
     max_nodes: int | None = None,
+    weights: npt.ArrayLike | None = None,
 ) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do,
     or in less fast memory than they do (``algorithm="best"``).
@@ -190,6 +238,10 @@ def plan(
     machine (a wall-clock budget can change the plan from run to run, never its
     validity). ``threads`` (0: one per core) runs its candidates and the exact search's
     members in threads, with the GIL released; the plan does not depend on it.
+    ``weights`` (``"best"`` only; default: each tensor's size): what a tensor costs outside
+    a fast memory, integers >= 0, one per tensor. The objective's byte terms and
+    ``kept_bound`` then sum weights instead of bytes, e.g. a tensor's traffic (bytes times
+    accesses) to keep the most-used tensors in fast memory.
     ``blocked``: boolean (tensors, memories) matrix, True where a tensor must not go.
     ``allowed``: boolean per memory, False to keep every tensor out of it in this call.
     ``preplaced``: tensors already placed, which the new ones must avoid.
@@ -223,6 +275,15 @@ def plan(
         if blocked is None
         else blocked_masks(blocked, tensor_count, memory_count)
     )
+    weight_array = None
+    if weights is not None:
+        if algorithm != "best":
+            raise ValueError(f"weights apply to algorithm='best' only, not {algorithm!r}")
+        weight_array = as_int64("weights", weights)
+        if len(weight_array) != tensor_count:
+            raise ValueError(f"weights has {len(weight_array)} entries for {tensor_count} tensors")
+        if (weight_array < 0).any():
+            raise ValueError("weights must be >= 0")
     given = _NO_PREPLACED if preplaced is None else preplaced
     placed = Preplaced(
         *(as_int64(f"preplaced.{field}", getattr(given, field)) for field in Preplaced._fields)
@@ -243,6 +304,7 @@ def plan(
         budget,
         threads=thread_count,
         max_nodes=node_cap,
+        weights=weight_array,
     )
 
 

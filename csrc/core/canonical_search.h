@@ -1,0 +1,204 @@
+// CanonicalSearch: one depth-first search over the canonical packings of a
+// UnitProblem (unit_problem.h) at a fixed capacity in units, with one static
+// preorder, up to a node limit. exact_search.h says what a canonical packing
+// is and why the search, with its pruning, is complete: the dominance rule,
+// the sections' unallocated floor, the symmetry of identical tensors, and the
+// decomposition into independent parts. Its answers are exact: kFound comes
+// with a packing whose every item lies within the capacity, clear of the
+// items alive with it (lifetimes inclusive [start, end]) and of the ranges
+// that obstacles forbid it; kNotFound means no packing fits; kAborted (the
+// node limit or should_stop) says nothing.
+//
+// Deterministic: the same problem, capacity, preorder and node limit give the
+// same answer and node count, whatever the thread, unless should_stop ends it.
+// One search is single-threaded; Decide (exact_search.cc) runs one per
+// preorder, in threads, on the same read-only UnitProblem.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "unit_problem.h"
+
+namespace cadence_memplan {
+namespace detail {
+
+enum class Outcome { kFound, kNotFound, kAborted };
+
+// One depth-first search over canonical packings (exact_search.h) at a fixed
+// capacity, with one static preorder, up to a node limit.
+class CanonicalSearch {
+ public:
+  CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder,
+                  int64_t node_limit, std::function<bool()> should_stop)
+      : p_(problem),
+        capacity_(capacity),
+        preorder_(preorder),
+        node_limit_(node_limit),
+        should_stop_(std::move(should_stop)) {}
+
+  // Searches once: kFound when a packing fits (its units in solution()),
+  // kNotFound when none does, kAborted at the node limit or should_stop.
+  Outcome Run();
+
+  // Units per item, after kFound.
+  const std::vector<Unit>& solution() const { return solution_; }
+  int64_t nodes() const { return nodes_; }
+
+ private:
+  struct Part {
+    std::vector<ItemIndex> items;  // In preorder: rank = position.
+    std::vector<int32_t> twin;     // Per rank: the rank of an identical item before it, or -1.
+    SectionIndex lo = 0, hi = 0;   // Its sections.
+    // The unplaced ranks, linked in rank order from and to rank items.size();
+    // placements unlink and removals relink them in reverse order.
+    std::vector<int32_t> next, prev;
+    void Unlink(int32_t r) {
+      next[prev[r]] = next[r];
+      prev[next[r]] = prev[r];
+    }
+    void Relink(int32_t r) {
+      next[prev[r]] = r;
+      prev[next[r]] = r;
+    }
+  };
+  struct Candidate {
+    Unit offset;
+    int32_t rank;
+  };
+  static bool Before(const Candidate& a, const Candidate& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+  }
+  struct Mark {
+    size_t lows = 0, min_offsets = 0;
+  };
+  // The search is a loop over an explicit stack, not a recursion: its depth
+  // is the number of tensors placed, more than a thread's stack may hold.
+  struct Frame {
+    bool sides = false;  // Solves independent parts in turn, or searches one.
+    // A search: its part, where the last placement went, the highest
+    // offset a candidate may take and the last candidate tried (the next is
+    // the lowest after it: NextCandidate), the child's placement. No list of
+    // candidates is kept: a frame costs the same at every depth, and the
+    // stack of a search as deep as the tensors are many stays small.
+    size_t part = 0;
+    Unit last_offset = 0;
+    int32_t last_rank = -1;
+    Unit highest = 0;
+    Candidate tried{kNoUnit, -1};
+    bool started = false;
+    ItemIndex placed = kNoItem;
+    int32_t placed_rank = -1;
+    Mark mark;
+    // Sides: the bounds of each side's sections, its items, the next side.
+    std::vector<SectionIndex> bounds;
+    std::vector<std::vector<ItemIndex>> side_items;
+    size_t next_side = 0;
+  };
+
+  // Solves the parts pushed as `root` sides.
+  Outcome SolveSides(Frame root);
+
+  // A part in the search's preorder, with the totals of now.
+  Part MakePart(std::vector<ItemIndex> items, SectionIndex lo, SectionIndex hi) const;
+
+  // The candidates of a search frame, which SolveSides takes in (offset,
+  // rank) order: canonical (not before the last placement), not dominated
+  // (below the lowest top of an unplaced item), and low enough: every
+  // unplaced item goes at or above the offset, so the offset plus any
+  // section's total must fit (those alive with the candidate go above its
+  // top, but it leaves their total). Sets the frame's highest offset; false
+  // when the part has no unplaced item.
+  bool StartCandidates(Frame* frame) const;
+
+  // The frame's next candidate after frame->tried, in (offset, rank) order,
+  // or false. The state is the frame's own again when it asks (a child's
+  // placements are undone first), so the candidates are those of its start.
+  bool NextCandidate(Frame* frame, Candidate* next) const;
+
+  // Item i was just placed and left no unplaced tensor across some section
+  // boundaries of the part: each side is solved on its own.
+  void SplitSides(const Part& part, ItemIndex i, Frame* sides) const;
+
+  // Puts item i at k and updates what depends on it; returns whether some
+  // section boundary has no unplaced item across it any more.
+  bool Place(ItemIndex i, Unit k);
+
+  // Lists the sections whose lowest item j moves (placed or risen), once.
+  void NoteLowestMoved(ItemIndex j);
+
+  // Finds the lowest item of every changed section: one by one, or, along a
+  // long run of adjacent sections, by one sweep that adds the items as their
+  // first section comes and drops them once past their last.
+  void RefreshLows();
+
+  // low_[s]: the lowest minimum offset of an unplaced item of section s.
+  void FindLowest(SectionIndex s);
+
+  void SweepLowest(SectionIndex first, SectionIndex last);
+
+  void SetLowest(SectionIndex s, Unit lowest, ItemIndex which);
+
+  // Item j is now the lowest of section s. lowest_in_[j] lists at least
+  // every such section; stale entries go when the list doubles.
+  void BecomeLowest(ItemIndex j, SectionIndex s);
+
+  void Remove(ItemIndex i, const Mark& mark);
+
+  // Section s with every unplaced item at or above max(x, its lowest).
+  bool SectionFits(SectionIndex s, Unit x) const;
+
+  // After the placement at x (CollectCandidates checked x against every
+  // section's total): the sections whose lowest item rose, and with
+  // obstacles every section, since what they cover above x depends on x.
+  bool FitsAfter(const Part& part, Unit x) const;
+
+  // Below this many adjacent sections, finding each one's lowest item by
+  // scanning its members costs less than a sweep.
+  static constexpr size_t kSweepRun = 8;
+
+  const UnitProblem& p_;
+  const Unit capacity_;
+  const std::string preorder_;
+  const int64_t node_limit_;
+  const std::function<bool()> should_stop_;
+  int64_t nodes_ = 0;
+
+  std::vector<Unit> offset_;      // Per item: placed at, or kNoUnit.
+  std::vector<Unit> solution_;    // Per item: the last placement (a leaf's, after kFound).
+  std::vector<Unit> min_offset_;  // Per item: where it would go now.
+  std::vector<int32_t> argmin_sections_;  // Per item: how many sections it is lowest in,
+  std::vector<std::vector<SectionIndex>> lowest_in_;  // and which (BecomeLowest).
+  std::vector<Unit> total_;               // Per section: units of its unplaced items,
+  MaxTree totals_{{}};                    // and the same for ranges of sections.
+  std::vector<Unit> low_;                 // Per section: its lowest minimum offset,
+  std::vector<ItemIndex> low_item_;       // of this unplaced item (kNoItem: none).
+  std::vector<int32_t> cuts_;             // Per boundary s|s+1: unplaced items across it.
+  // The undo logs, per placement (frame.mark): the sections whose lowest
+  // item was replaced, with that item (its minimum offset, restored first,
+  // is the section's old low: low_[s] == min_offset_[low_item_[s]] always),
+  // and the items whose minimum offset rose, with the old value. They are
+  // the search's only memory that grows with its depth: 8 bytes per
+  // section and 12 per item, capped at kMaxUndoBytes (exact_search.h).
+  struct LowChange {
+    SectionIndex section;
+    ItemIndex item;
+  };
+  std::vector<LowChange> low_log_;
+  std::vector<ItemIndex> min_offset_log_;        // The items,
+  std::vector<Unit> min_offset_log_values_;      // and their old minimum offsets.
+  int64_t UndoBytes() const {
+    return static_cast<int64_t>(low_log_.size() * sizeof(LowChange) +
+                                min_offset_log_.size() * (sizeof(ItemIndex) + sizeof(Unit)));
+  }
+  std::vector<SectionIndex> changed_;  // By the last Place: their lowest moved.
+  std::vector<uint8_t> flagged_;       // Per section, while RefreshLows sorts them.
+  std::vector<std::pair<Unit, ItemIndex>> heap_;    // SweepLowest's.
+  std::vector<Part> parts_;                         // Of the frames on the stack.
+};
+
+}  // namespace detail
+}  // namespace cadence_memplan

@@ -1,0 +1,236 @@
+"""Capacity-first planning: ``algorithm="best"`` on a hierarchy, memory 1 filled to a proved
+limit.
+
+The core's ``best`` (csrc/core/best.h) improves the plans of upstream's placers and, "fit
+first", asks its exact search whether every tensor allowed in memory 1 fits there. When
+they cannot all fit, which tensors to keep is a choice the placers make greedily. This
+module makes it with a proved bound (docs/quality.md, "Tight memory"):
+
+1. An integer program (:mod:`._selection`, HiGHS) chooses the tensors that keep the most
+   bytes in memory 1 subject to every instant's capacity. It ignores fragmentation, so its
+   optimum bounds what any valid plan keeps there: ``PlanResult.kept_bound``.
+2. The core packs the choice into memory 1 by its exact search (``keep_in_memory1``), fills
+   the holes with more tensors, places the rest in memories 2..N, and keeps the result only
+   when it beats its own plans under its objective.
+3. Anytime: while memory 1 keeps less than the bound and the budget lasts, a choice the
+   exact search proved not to pack is cut off (no superset packs, so the bound stays
+   valid), one it could not pack in time is retried with a little slack in the capacity, and
+   the program is solved again. The best plan so far is kept at every moment.
+
+Plans whose every tensor fits in memory 1 never reach the solver: the core's fit first
+answers them, in milliseconds where they pack at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+from ._selection import CapacitySelection, Selection
+from ._types import Preplaced
+
+__all__ = ["CapacityPlan", "plan_capacity_first"]
+
+IntArray = npt.NDArray[np.int64]
+# One call of the core's best: the tensors to keep in memory 1 (empty: none) and the budget.
+CorePlan = Callable[[IntArray, float], _core.PlanOutput]
+
+# Of the budget, what the first solve of the integer program may take; later solves take
+# at most this share of what is left. The rest goes to the core's packing of each choice.
+_SOLVE_SHARE = 0.3
+# The slack of a retried choice: the program is solved again at this fraction of memory 1.
+_SLACK = 0.98
+# Below this many milliseconds left, no further round is started.
+_MIN_ROUND_MS = 20.0
+# What building the program costs in Python and HiGHS per nonzero (measured: 0.9 s at
+# 0.7 M nonzeros on pangu_2.6B, docs/quality.md); a program that would take more than
+# its share of the budget to build is not built.
+_BUILD_SECONDS_PER_NONZERO = 1.5e-6
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The core's best plan and ``kept_bound``, proved: no valid plan keeps more weight in
+    memory 1 (the integer program's bound, or, when it was too large to build, the
+    live-bytes bound)."""
+
+    output: _core.PlanOutput
+    kept_bound: int
+
+
+def _outside_costs(output: _core.PlanOutput, sizes: IntArray, memory_count: int) -> tuple[int, ...]:
+    """The core's objective (PlanCost): bytes outside memory 1, 1..2, ..., then the total
+    bufsize. Python integers: sums past 2**63 stay exact."""
+    mem_ids = np.asarray(output.mem_ids)
+    costs = [int(sizes[mem_ids > m].sum(dtype=object)) for m in range(1, memory_count)]
+    costs.append(int(np.asarray(output.bufsizes)[1:].sum(dtype=object)))
+    return tuple(costs)
+
+
+def plan_capacity_first(
+    core_plan: CorePlan,
+    starts: IntArray,
+    ends: IntArray,
+    sizes: IntArray,
+    memory_sizes: IntArray,
+    memory_alignments: IntArray,
+    may_use_memory1: npt.NDArray[np.bool_],
+    preplaced: Preplaced,
+    budget_ms: float,
+    weights: IntArray,
+) -> CapacityPlan:
+    """Plan with the core's ``best`` (``core_plan``) and, when not every tensor allowed in
+    memory 1 fits there, choose what to keep there by the integer program (module
+    docstring). ``may_use_memory1`` marks the tensors allowed in memory 1. Raises what
+    ``core_plan`` raises; ImportError when highspy is missing."""
+    began = time.perf_counter()
+
+    def left_ms() -> float:
+        return budget_ms - 1000 * (time.perf_counter() - began)
+
+    placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
+    in_memory1 = placed_mem_ids == 1
+    selector = CapacitySelection(
+        starts,
+        ends,
+        sizes,
+        weights,
+        may_use_memory1,
+        int(memory_sizes[0]),
+        int(memory_alignments[0]),
+        obstacle_starts=np.asarray(preplaced.starts, dtype=np.int64)[in_memory1],
+        obstacle_ends=np.asarray(preplaced.ends, dtype=np.int64)[in_memory1],
+        obstacle_sizes=np.asarray(preplaced.sizes, dtype=np.int64)[in_memory1],
+        obstacle_offsets=np.asarray(preplaced.offsets, dtype=np.int64)[in_memory1],
+    )
+    total = int(weights[may_use_memory1].sum(dtype=object))
+    takes_room = may_use_memory1 & (sizes > 0) & (starts <= ends)
+    lightest = int(weights[takes_room].min()) if takes_room.any() else 0
+    live_bound = _live_bytes_bound(
+        starts, ends, sizes, weights, may_use_memory1, int(memory_sizes[0])
+    )
+    _, nonzeros = selector.model_size()
+    if nonzeros * _BUILD_SECONDS_PER_NONZERO > _SOLVE_SHARE * budget_ms / 1000:
+        # The program would take more than its share of the budget to build (HiGHS does
+        # not stop on time while it builds): the core alone, with the live-bytes bound.
+        output = core_plan(np.zeros(0, dtype=np.int64), max(0.0, left_ms()))
+        return CapacityPlan(output, _bound_after_core(live_bound, output, total, lightest))
+    # No solver when nothing can be over memory 1 at any instant: then everything allowed
+    # may fit, and the core's fit first asks exactly that.
+    first = selector.solve(max(0.0, left_ms()) * _SOLVE_SHARE / 1000)
+    if first is None or first.value == total:
+        output = core_plan(np.zeros(0, dtype=np.int64), max(0.0, left_ms()))
+        bound = live_bound if first is None else min(live_bound, first.bound)
+        return CapacityPlan(output, _bound_after_core(bound, output, total, lightest))
+
+    memory_count = len(memory_sizes)
+    best: _core.PlanOutput | None = None
+    best_cost: tuple[int, ...] = ()
+    selection: Selection | None = first
+    tried: set[bytes] = set()
+    while selection is not None:
+        chosen = np.flatnonzero(selection.chosen & may_use_memory1).astype(np.int64)
+        if chosen.tobytes() in tried:
+            break
+        tried.add(chosen.tobytes())
+        # The first round may take everything left; later ones half of it.
+        share = 1.0 if best is None else 0.5
+        output = core_plan(chosen, max(0.0, left_ms()) * share)
+        cost = _outside_costs(output, sizes, memory_count)
+        if best is None or cost < best_cost:
+            best, best_cost = output, cost
+        proved = live_bound if selector.bound is None else min(live_bound, selector.bound)
+        if _kept(best, weights) >= proved or left_ms() < _MIN_ROUND_MS:
+            break
+        # The next choice: cut off one the exact search proved not to pack; solve on from
+        # the best plan's memory 1 after one that packed (the program had not been solved
+        # to the end); ask for one with slack in the capacity, which packs more easily,
+        # after one the search could not pack in time.
+        solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
+        if output.selection_fit == "does not fit":
+            selector.forbid_together(chosen)
+            selection = selector.solve(solve_s)
+        elif output.selection_fit == "fits":
+            selection = selector.solve(solve_s, start=np.asarray(best.mem_ids) == 1)
+        else:
+            selection = selector.solve(solve_s, capacity=int(selection.capacity * _SLACK))
+    assert best is not None
+    proved = live_bound if selector.bound is None else min(live_bound, selector.bound)
+    return CapacityPlan(best, _bound_after_core(proved, best, total, lightest))
+
+
+def _kept(output: _core.PlanOutput, weights: IntArray) -> int:
+    """The weight a plan keeps in memory 1."""
+    return int(weights[np.asarray(output.mem_ids) == 1].sum(dtype=object))
+
+
+def _bound_after_core(bound: int, output: _core.PlanOutput, total: int, lightest: int) -> int:
+    """``bound`` tightened by what the core proved: when its exact search proved that the
+    tensors allowed in memory 1 do not all fit, one that takes room (``lightest``: the
+    least weight of those) stays out."""
+    if output.all_in_memory1 == "proved impossible":
+        bound = min(bound, total - lightest)
+    return bound
+
+
+def _live_bytes_bound(
+    starts: IntArray,
+    ends: IntArray,
+    sizes: IntArray,
+    weights: IntArray,
+    candidates: npt.NDArray[np.bool_],
+    capacity: int,
+) -> int:
+    """A bound on the weight memory 1 keeps that needs no solver. At any instant, the tensors
+    kept there and alive then hold at most ``capacity`` bytes (each takes at least its
+    size). Take instants ``t_1 < t_2 < ...`` that every candidate's lifetime contains one of
+    (greedily by ends: the fewest such instants) and count each candidate at the first one
+    it contains: the kept ones counted at ``t_j`` hold at most ``capacity`` bytes, so their
+    weight is at most the fractional knapsack of that group (heaviest weight per byte first,
+    the last one in part). The sum over the groups bounds what is kept; with weights equal
+    to the sizes, also the total less the bytes over ``capacity`` at the worst instant."""
+    alive = candidates & (starts <= ends) & (sizes > 0)
+    total = int(weights[candidates].sum(dtype=object))
+    bound = total - int(weights[alive].sum(dtype=object))  # Never alive: no instant holds them.
+    if not alive.any():
+        return total
+    by_end = np.argsort(ends[alive], kind="stable")
+    group_starts = starts[alive][by_end].tolist()
+    group_ends = ends[alive][by_end].tolist()
+    group_sizes = sizes[alive][by_end].tolist()
+    group_weights = weights[alive][by_end].tolist()
+    point: int | None = None
+    group: list[tuple[int, int]] = []
+    for start, end, size, weight in zip(
+        group_starts, group_ends, group_sizes, group_weights, strict=True
+    ):
+        if point is None or start > point:
+            bound += _fractional_knapsack(group, capacity)
+            point, group = end, []
+        group.append((size, weight))
+    bound += _fractional_knapsack(group, capacity)
+    if np.array_equal(weights, sizes):
+        times = np.concatenate([starts[alive], ends[alive] + 1])
+        deltas = np.concatenate([sizes[alive], -sizes[alive]]).astype(object)
+        order = np.lexsort((deltas.astype(np.float64), times))  # At one time, ends first.
+        bound = min(bound, total - max(0, int(np.cumsum(deltas[order]).max()) - capacity))
+    return bound
+
+
+def _fractional_knapsack(items: list[tuple[int, int]], capacity: int) -> int:
+    """The most weight of ``(size, weight)`` items in ``capacity`` bytes when items may be
+    taken in part, rounded up: a bound on taking them whole."""
+    value, room = 0, capacity
+    for size, weight in sorted(items, key=lambda item: -item[1] / item[0]):
+        if size <= room:
+            value += weight
+            room -= size
+        else:
+            value += -(-weight * room // size)
+            break
+    return value
