@@ -132,7 +132,8 @@ class BestSearch {
   std::vector<Obstacle> Memory1Obstacles() const;
   // Packs `members` (each allowed in memory 1) into memory 1 by the exact
   // search within `limits`; on a packing, offers the plan with them there and
-  // the rest placed around memory 1 (PlaceAroundMemory1).
+  // the rest placed around memory 1 (PlaceAroundMemory1), its strategy
+  // `strategy` closed by " by the <search's strategy>)".
   Fit PackIntoMemory1(const std::vector<TensorIndex>& members, const SearchLimits& limits,
                       const std::string& strategy);
   // Offers the plans that keep `kept` in memory 1 at `offsets` (indexed by

@@ -68,7 +68,7 @@ Fit BestSearch::PackIntoMemory1(const std::vector<TensorIndex>& members, const S
   if (fit.fit != Fit::kFits) return fit.fit;
   std::vector<Offset> offsets(request_.tensors.size(), kNoOffset);
   for (size_t k = 0; k < members.size(); ++k) offsets[members[k]] = fit.offsets[k];
-  PlaceAroundMemory1(members, offsets, StrCat(strategy, " (", fit.strategy, ")"));
+  PlaceAroundMemory1(members, offsets, StrCat(strategy, " by the ", fit.strategy, ")"));
   return Fit::kFits;
 }
 
@@ -83,7 +83,7 @@ void BestSearch::FitFirst() {
   if (allowed.empty()) return;
   const SearchLimits limits = best_cost_.empty() ? Limits() : LimitsForShare(kFitFirstShare);
   const std::string strategy =
-      StrCat("fit first: all ", allowed.size(), " tensors allowed in memory 1 packed there");
+      StrCat("fit first (all ", allowed.size(), " tensors allowed in memory 1 packed there");
   switch (PackIntoMemory1(allowed, limits, strategy)) {
     case Fit::kFits: result_.all_in_memory1 = AllInMemory1::kFits; break;
     case Fit::kDoesNotFit: result_.all_in_memory1 = AllInMemory1::kProvedImpossible; break;
@@ -100,7 +100,8 @@ void BestSearch::PackSelection() {
   if (OverBudget() || nodes_left_ <= 0) return;
   const SearchLimits limits = best_cost_.empty() ? Limits() : LimitsForShare(kSelectionShare);
   result_.selection_fit = PackIntoMemory1(
-      selection, limits, StrCat("the caller's selection of ", selection.size(), " tensors"));
+      selection, limits,
+      StrCat("the capacity-first selection (", selection.size(), " tensors packed in memory 1"));
 }
 
 PlanningFailure BestSearch::NoPlan() const {
