@@ -10,10 +10,12 @@ import random
 import numpy as np
 import pytest
 from cases import brute_force_bufsize, cut_rectangle
+from cli_support import SMALL_CSV, TWO_MEMORIES, number, run
 
 import cadence_memplan
 
 UNBOUNDED = 1 << 40
+SMALL_SIZES = [int(line.split(",")[3]) for line in SMALL_CSV.splitlines()[1:]]
 
 
 def assert_valid(starts, ends, sizes, result, memory_sizes, alignments) -> None:
@@ -190,3 +192,29 @@ def test_bad_weights_are_refused(options, match) -> None:
     arguments = {"algorithm": "best", **options}
     with pytest.raises(ValueError, match=match):
         cadence_memplan.plan([0, 0], [3, 3], [48, 32], [64, 1024], [16, 16], **arguments)
+
+
+def test_the_command_line_prints_what_memory_1_keeps_against_its_bound(small_csv) -> None:
+    # SMALL_CSV peaks at 8,880 B alive at once; a 4 KiB memory 1 keeps part of it.
+    result = run(small_csv, "--algo", "best", "--memory", TWO_MEMORIES)
+    assert result.returncode == 0, result.stderr
+    kept = next(line for line in result.stdout.splitlines() if "can be kept" in line)
+    name, rest = kept.split(": keeps ")
+    kept_bytes, bound = (number(part.split()[0]) for part in rest.split("; at most "))
+    assert name == "mem1"
+    assert 0 < kept_bytes <= bound <= sum(SMALL_SIZES)
+    if kept_bytes == bound:
+        assert "proved as full as it can be" in result.stdout
+
+
+def test_a_sweep_says_whether_smaller_sizes_were_proved_not_to_fit(small_csv) -> None:
+    result = run(
+        "sweep", small_csv, "--algo", "best", "--memory", TWO_MEMORIES, "--vary", "mem1",
+        "--sizes", "4KiB:16KiB:4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    every = next(line for line in lines if line.startswith("every tensor in mem1: from"))
+    below = lines[lines.index(every) + 1]
+    # Below the size that keeps every tensor, the peak-live bound alone proves it.
+    assert below.startswith("  below it: proved not to keep every tensor at ")

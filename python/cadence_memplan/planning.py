@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._types import UPSTREAM_ALGORITHMS, PlanningError
-from .analysis.sweep import SweepRow, arrays_planner, sweep
+from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
 from .io.memories import Memory
 from .io.minimalloc import read_minimalloc_csv
@@ -229,7 +229,8 @@ class InputPlan:
     """An input planned: the plan (``table``), what it was planned for, and what the
     planning reported. ``lowering`` is None for arrays; ``program`` (the
     ``ExecutorchProgramManager``) and ``node_names`` are a model's; ``proved_optimal`` and
-    ``lower_bound`` are ``best``'s on arrays."""
+    ``lower_bound`` are ``best``'s on arrays, and so is ``kept_bound`` (two or more
+    memories: the most bytes any plan keeps in memory 1)."""
 
     input: Input
     memories: tuple[Memory, ...]
@@ -242,6 +243,7 @@ class InputPlan:
     strategy: str | None = None
     proved_optimal: bool | None = None
     lower_bound: int | None = None
+    kept_bound: int | None = None
 
     @property
     def placer_seconds(self) -> float:
@@ -286,6 +288,7 @@ def plan_input(
             strategy=result.strategy,
             proved_optimal=result.proved_optimal if best else None,
             lower_bound=result.lower_bound if best else None,
+            kept_bound=result.kept_bound if best else None,
         )  # fmt: skip
     from .executorch.cadence import CadenceMemoryPlanning
     from .executorch.lowering import lower_and_plan
@@ -544,11 +547,11 @@ def sweep_input(
             **({} if budget_ms is None else {"budget_ms": budget_ms}),
         )  # fmt: skip
 
-    def checked(config: Sequence[Memory]) -> TensorTable | str:
+    def checked(config: Sequence[Memory]) -> Planned | str:
         outcome = plan_at(config)
         if isinstance(outcome, str):
             return outcome
-        problem = check_plan(outcome, config)
+        problem = check_plan(outcome.table, config)
         if problem is not None:
             at = ", ".join(format_bytes(memory.size) for memory in config)
             raise InvalidPlan(f"the plan at {at} is invalid: {problem}")
@@ -567,7 +570,7 @@ def _model_planner(
     alloc_outputs: bool,
     budget_ms: float | None,
     progress: Progress,
-) -> Callable[[Sequence[Memory]], TensorTable | str]:
+) -> Callable[[Sequence[Memory]], Planned | str]:
     """Lower the model once; ``plan_at`` re-runs only its memory planning."""
     from .executorch.sweep import PLANNING_FAILURES, Replanner
 
@@ -582,9 +585,9 @@ def _model_planner(
     except ValueError as error:  # a graph with control flow: planned more than once
         raise LoweringError(f"cannot sweep {loaded.input.label}: {error}") from error
 
-    def plan_at(config: Sequence[Memory]) -> TensorTable | str:
+    def plan_at(config: Sequence[Memory]) -> Planned | str:
         try:
-            return replanner.plan(config)
+            return Planned(replanner.plan(config))
         except PLANNING_FAILURES as error:
             failure = _model_failure(error)
             if failure.tensor_size:

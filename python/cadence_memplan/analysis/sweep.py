@@ -38,12 +38,14 @@ from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_siz
 
 __all__ = [
     "MAX_SWEEP_STEPS",
+    "Planned",
     "SweepRow",
     "arrays_planner",
     "bytes_rounded_down",
     "find_memory",
     "moves_against_growth",
     "parse_sweep_sizes",
+    "proved_not_to_keep_all",
     "smallest_size_keeping_all",
     "sweep",
     "sweep_table",
@@ -52,7 +54,19 @@ __all__ = [
 
 MAX_SWEEP_STEPS = 1000  # sizes one sweep plans at most (a model's re-plan takes ~0.1-1 s)
 
-PlanAt = Callable[[Sequence[Memory]], "TensorTable | str"]
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan at one size: its table, and ``kept_bound`` when the placer proved one
+    (``algorithm="best"`` on arrays with two or more memories: the most bytes any plan keeps
+    in memory 1, :attr:`cadence_memplan.PlanResult.kept_bound`)."""
+
+    table: TensorTable
+    kept_bound: int | None = None
+
+
+# What a sweep asks at each size: the plan, or why nothing fits.
+PlanAt = Callable[[Sequence[Memory]], "Planned | str"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,7 @@ class SweepRow:
     tensor_counts: tuple[int, ...]
     peak_usage: tuple[int, ...]
     failure: str = ""
+    kept_bound: int | None = None  # Planned.kept_bound
 
     @property
     def bytes_outside_memory_1(self) -> int:
@@ -116,7 +131,8 @@ def find_memory(memories: Sequence[Memory], text: str) -> int:
     )
 
 
-def _row(size: int, table: TensorTable, memory_count: int) -> SweepRow:
+def _row(size: int, planned: Planned, memory_count: int) -> SweepRow:
+    table = planned.table
     tensor_bytes = summed_sizes_per_memory(table, memory_count)
     counts = np.bincount(table.mem_ids, minlength=memory_count + 1)
     usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)
@@ -126,6 +142,7 @@ def _row(size: int, table: TensorTable, memory_count: int) -> SweepRow:
         tensor_bytes=tuple(int(value) for value in tensor_bytes[1:]),
         tensor_counts=tuple(int(value) for value in counts[1:]),
         peak_usage=tuple(int(value) for value in usage[1:]),
+        kept_bound=planned.kept_bound,
     )
 
 
@@ -168,7 +185,7 @@ def arrays_planner(
     ends_array = np.asarray(ends, dtype=np.int64)
     labels = list(range(len(sizes_array)))
 
-    def plan_at(memories: Sequence[Memory]) -> TensorTable | str:
+    def plan_at(memories: Sequence[Memory]) -> Planned | str:
         try:
             result = plan(
                 starts_array,
@@ -183,9 +200,10 @@ def arrays_planner(
             index = error.tensor_index
             name = f"tensor {index}" if names is None else names[index]
             return f"{name} ({format_bytes(int(sizes_array[index]))}) fits nowhere"
-        return TensorTable(
+        table = TensorTable(
             labels, result.mem_ids, result.offsets, sizes_array, starts_array, ends_array
         )
+        return Planned(table, result.kept_bound)
 
     return plan_at
 
@@ -225,6 +243,12 @@ def smallest_size_keeping_all(rows: Sequence[SweepRow], varied: int) -> SweepRow
         if row.fits and row.bytes_up_to(varied) == sum(row.tensor_bytes):
             return row
     return None
+
+
+def proved_not_to_keep_all(row: SweepRow) -> bool:
+    """Whether the row's plan proved that no plan keeps every tensor in memory 1: its
+    ``kept_bound`` is below the bytes of all tensors (arrays, where each may go there)."""
+    return row.kept_bound is not None and row.kept_bound < sum(row.tensor_bytes)
 
 
 _BINARY_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))

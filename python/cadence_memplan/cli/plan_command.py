@@ -49,6 +49,7 @@ from .common import (
 )
 from .plot import PLOT_SUFFIXES
 from .printing import (
+    Optimality,
     TensorNames,
     print_best_summary,
     print_comparison,
@@ -203,7 +204,11 @@ def _print(
     """Print the report; return (the comparison agreed, the validator's problem, the
     tensors' names for the outputs)."""
     table, memories, algorithm = ours.table, ours.memories, ours.algorithm
-    optimality = None if ours.proved_optimal is None else (ours.proved_optimal, ours.lower_bound)
+    optimality = (
+        None
+        if ours.proved_optimal is None
+        else Optimality(ours.proved_optimal, ours.lower_bound, ours.kept_bound)
+    )
     print_report(
         ours.input.label, table, memories, algorithm, ours.timings, ours.node_names, optimality
     )

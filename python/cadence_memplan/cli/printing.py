@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ..stats import (
 )
 
 __all__ = [
+    "Optimality",
     "format_seconds",
     "percent_used",
     "plural",
@@ -81,10 +83,9 @@ def print_report(
     algorithm: str,
     timings: dict[str, float],
     node_names: Sequence[str] | None = None,
-    optimality: tuple[bool, int | None] | None = None,
+    optimality: Optimality | None = None,
 ) -> None:
-    """``optimality``: ``algorithm="best"``'s (proved_optimal, lower_bound), printed as a
-    line of its own."""
+    """``optimality``: what ``algorithm="best"`` proved, printed as lines of their own."""
     stats = memory_stats(table, len(memories))
     print(f"{label}: {plural(len(table), 'tensor')} planned with {algorithm!r}")
     rows = [
@@ -119,14 +120,38 @@ def print_report(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )
     if optimality is not None:
-        print(_optimality_line(*optimality))
+        if optimality.kept_bound is not None and optimality.lower_bound is None:
+            kept = int(table.sizes[table.mem_ids == 1].sum())
+            print(_kept_line(memories[0].name, kept, optimality.kept_bound))
+        print(_optimality_line(optimality, memories[0].name))
 
 
-def _optimality_line(proved_optimal: bool, lower_bound: int | None) -> str:
+class Optimality(NamedTuple):
+    """What ``algorithm="best"`` proved (PlanResult's fields of the same names)."""
+
+    proved_optimal: bool
+    lower_bound: int | None
+    kept_bound: int | None
+
+
+def _kept_line(name: str, kept: int, bound: int) -> str:
+    share = f" ({percent_used(kept, bound)})" if bound else ""
+    return f"{name}: keeps {kept:,} B; at most {bound:,} B can be kept{share}"
+
+
+def _optimality_line(optimality: Optimality, fast: str) -> str:
+    lower_bound = optimality.lower_bound
     if lower_bound is None:
-        return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
+        if optimality.kept_bound is None:
+            return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
+        if optimality.proved_optimal:
+            return (
+                f"optimality: {fast} proved as full as it can be (no plan keeps more there);"
+                " the other memories are not proved"
+            )
+        return f"optimality: not proved ({fast} may keep more; see the bound above)"
     bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)}) in all memories"
-    if proved_optimal:
+    if optimality.proved_optimal:
         return f"optimality: proved optimal, total bufsize = lower bound {bound}"
     return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
 

@@ -13,6 +13,7 @@ from ..analysis.sweep import (
     find_memory,
     moves_against_growth,
     parse_sweep_sizes,
+    proved_not_to_keep_all,
     smallest_size_keeping_all,
     sweep_table,
     write_sweep_csv,
@@ -163,6 +164,19 @@ def _print_sweep_summary(rows: Sequence[SweepRow], memories: Sequence[Memory], v
             f"{what}: from {name} = {format_bytes(kept.size)} ({kept.size:,} bytes) among the"
             " sizes swept"
         )
+        below = [row for row in rows if row.size < kept.size]
+        if varied == 0 and below and all(row.kept_bound is not None for row in below):
+            proved = sum(proved_not_to_keep_all(row) for row in below)
+            print(
+                f"  below it: proved not to keep every tensor at {proved} of"
+                f" {plural(len(below), 'size')}"
+                + (
+                    f"; at the other {len(below) - proved}, no plan that does was found"
+                    " within the budget"
+                    if proved < len(below)
+                    else ""
+                )
+            )
     else:
         fitting = [row for row in rows if row.fits]
         spill = ""
