@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 from cases import brute_force_bufsize, cut_rectangle
-from cli_support import SMALL_CSV, TWO_MEMORIES, number, run
+from cli_support import SMALL_CSV, TWO_MEMORIES, error_line, number, run
 
 import cadence_memplan
 
@@ -218,3 +218,16 @@ def test_a_sweep_says_whether_smaller_sizes_were_proved_not_to_fit(small_csv) ->
     below = lines[lines.index(every) + 1]
     # Below the size that keeps every tensor, the peak-live bound alone proves it.
     assert below.startswith("  below it: proved not to keep every tensor at ")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--algo", "best", "--objective", "traffic"), "--objective: for models only"),
+        (("--objective", "traffic"), "--objective applies to --algo best only"),
+    ],
+)
+def test_objective_is_refused_where_it_cannot_apply(small_csv, options, message) -> None:
+    result = run(small_csv, *options)
+    assert result.returncode == 2
+    assert message in error_line(result)

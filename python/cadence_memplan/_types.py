@@ -17,6 +17,10 @@ UPSTREAM_ALGORITHMS: tuple[Algorithm, ...] = ("position", "heuristic")
 # How each memory finds the tensors alive with the one being placed (see plan()).
 Occupancy = Literal["auto", "interval", "tree", "scan"]
 OCCUPANCIES: tuple[Occupancy, ...] = ("auto", "interval", "tree", "scan")
+# What "best" keeps in the fast memories in the Cadence drop-in and the command line: the
+# most bytes, or the most traffic (a tensor's size times 1 + its readers in the graph).
+Objective = Literal["bytes", "traffic"]
+OBJECTIVES: tuple[Objective, ...] = ("bytes", "traffic")
 
 
 class PlanningError(RuntimeError):

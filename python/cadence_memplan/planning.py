@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ._types import UPSTREAM_ALGORITHMS, PlanningError
+from ._types import UPSTREAM_ALGORITHMS, Objective, PlanningError
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
 from .io.memories import Memory
@@ -269,13 +269,14 @@ def plan_input(
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
     budget_ms: float | None = None,
+    objective: Objective = "bytes",
     progress: Progress | None = None,
 ) -> InputPlan:
     """Plan an input (a name, a path, or one :func:`load_input` returned) for
     ``memories`` with ``algorithm``. A model goes through a whole ``to_executorch`` with
     our ``CadenceMemoryPlanning`` in the backend config of ``lowering``;
     ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget_ms`` caps ``best``'s
-    search. Raises :class:`DoesNotFit` when a tensor fits nowhere."""
+    search; ``objective`` is ``best``'s on a model (the drop-in's ``objective``). Raises :class:`DoesNotFit` when a tensor fits nowhere."""
     progress = progress or _quiet
     loaded = _loaded(source, lowering, progress)
     memories = tuple(memories)
@@ -297,7 +298,7 @@ def plan_input(
     with _model_failures():
         ours = lower_and_plan(
             loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
-            alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering,
+            alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering, objective=objective,
         )  # fmt: skip
     return InputPlan(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import OBJECTIVES
 from ..executorch import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
@@ -75,6 +76,13 @@ def add_parser(commands: Any) -> None:
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
     add_planning_options(planner)
+    planner.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        help="with --algo best, on a model: what to keep in the fast memories, the most bytes"
+        " or the most traffic (each tensor's size times 1 + the nodes that read it)"
+        " (default: bytes)",
+    )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -148,6 +156,11 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     budget_ms = budget_from_arguments(arguments)
+    if arguments.objective is not None:
+        if arguments.algo != "best":
+            raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
+        if not what.is_model:
+            raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
     ours, upstream, comparison = _plan(arguments, what, memories, budget_ms, progress)
     same, problem, names = _print(arguments, ours, upstream, comparison, budget_ms)
     written: list[str] = []  # printed once every output is in place
@@ -181,7 +194,8 @@ def _plan(
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")
         ours = plan_input(
             loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
-            budget_ms=budget_ms if algorithm == "best" else None, **options,
+            budget_ms=budget_ms if algorithm == "best" else None,
+            objective=arguments.objective or "bytes", **options,
         )  # fmt: skip
         upstream: list[UpstreamPlan] = []
         if algorithm == "best":

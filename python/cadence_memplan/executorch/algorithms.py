@@ -27,7 +27,16 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
-from .._types import OCCUPANCIES, Algorithm, Occupancy, PlanningError, PlanResult, Preplaced
+from .._types import (
+    OBJECTIVES,
+    OCCUPANCIES,
+    Algorithm,
+    Objective,
+    Occupancy,
+    PlanningError,
+    PlanResult,
+    Preplaced,
+)
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
 from ..exir.planners import (
@@ -171,11 +180,15 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         *args: Any,
         occupancy: Occupancy = "auto",
         budget_ms: float = DEFAULT_BUDGET_MS,
+        objective: Objective = "bytes",
         **kwargs: Any,
     ) -> None:
         """Upstream's constructor; ``occupancy`` and ``budget_ms`` (``"best"`` only) are
         :func:`cadence_memplan.plan`'s (every occupancy gives the same plan: the tests run
-        each). ``budget_ms`` may also be set on the instance before it plans.
+        each). ``objective`` (``"best"`` only): ``"bytes"`` keeps the most bytes in the fast
+        memories, ``"traffic"`` the most traffic, each tensor weighing its size times
+        (1 + the number of nodes that read it in the graph). ``budget_ms`` and
+        ``objective`` may also be set on the instance before it plans.
         ``last_result`` is the core's answer to the last ``plan()`` call (its
         ``strategy`` says how ``"best"`` found its plan), None before the first."""
         # Checked here, before upstream's constraint phases place pinned specs.
@@ -183,6 +196,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         check_choice("occupancy", occupancy, OCCUPANCIES)
         self.occupancy = occupancy
         self.budget_ms = budget_ms
+        check_choice("objective", objective, OBJECTIVES)
+        self.objective = objective
         self.last_result: PlanResult | None = None
         super().__init__(memory_config, *args, **kwargs)
 
@@ -196,7 +211,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         extra_padding: int = 0,
     ) -> None:
         """Place ``specs`` as upstream's ``plan()`` would; ``extra_padding`` is unused, as upstream."""
-        del graph_module, graph_signature, extra_padding  # Unused by upstream's plan() too.
+        del graph_signature, extra_padding  # Unused by upstream's plan() too.
         specs = list(specs)
         memory_count = self.get_num_memories() - 1
 
@@ -267,6 +282,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 True,
                 self.occupancy,
                 check_budget_ms(self.budget_ms),
+                weights=self._weights(specs, read.sizes, graph_module),
             )
         except PlanningError as error:
             failure = MemoryPlanningAlgoFailure(
@@ -289,6 +305,32 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
             if mem_id:
                 state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
+
+    def _weights(
+        self, specs: list[TensorSpec], sizes: npt.NDArray[np.int64], graph_module: Any
+    ) -> npt.NDArray[np.int64] | None:
+        """The weights of ``objective``: None (the sizes) for ``"bytes"`` or another
+        placer; for ``"traffic"``, each spec's size times (1 + its readers)."""
+        check_choice("objective", self.objective, OBJECTIVES)
+        if self.algorithm != "best" or self.objective == "bytes":
+            return None
+        readers = spec_readers(graph_module)
+        counts = np.array([readers.get(id(spec), 0) for spec in specs], dtype=np.int64)
+        return sizes * (1 + counts)
+
+
+def spec_readers(graph_module: Any) -> dict[int, int]:
+    """For each TensorSpec a node of the graph holds alone (``node.meta["spec"]``), by id:
+    how many nodes read that node. A multi-output node's specs are counted where its
+    ``getitem`` nodes hold them one by one."""
+    readers: dict[int, int] = {}
+    if graph_module is None:
+        return readers
+    for node in graph_module.graph.nodes:
+        spec = node.meta.get("spec")
+        if isinstance(spec, TensorSpec):
+            readers[id(spec)] = readers.get(id(spec), 0) + len(node.users)
+    return readers
 
 
 class PositionBasedGreedyWithHierarchy(_CorePlannedAlgo):

@@ -210,11 +210,12 @@ def lower_and_plan(
     budget_ms: float | None = None,
     *,
     lowering: str,
+    objective: str = "bytes",
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
     ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
     ``lowering`` that made ``edge``; raises what the pass raises. ``budget_ms`` caps our
-    ``"best"`` placer's search (None: its default)."""
+    ``"best"`` placer's search (None: its default); ``objective`` is its objective."""
     pass_ = planning_class(
         memory_config(memories),
         CompileMode.DEFAULT,
@@ -224,6 +225,8 @@ def lower_and_plan(
     )
     if budget_ms is not None:
         pass_.algo.budget_ms = budget_ms
+    if objective != "bytes":
+        pass_.algo.objective = objective
     planning = TimedPlanning(pass_)
     began = time.perf_counter()
     program = edge.to_executorch(backend_config(lowering, planning))
