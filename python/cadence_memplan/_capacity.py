@@ -95,37 +95,45 @@ def plan_capacity_first(
 
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1
+    capacity, alignment = int(memory_sizes[0]), int(memory_alignments[0])
+    total = int(weights[may_use_memory1].sum(dtype=object))
+    takes_room = may_use_memory1 & (sizes > 0) & (starts <= ends)
+    lightest = int(weights[takes_room].min()) if takes_room.any() else 0
+    no_selection = np.zeros(0, dtype=np.int64)
+    if not in_memory1.any() and _peak_units(starts, ends, sizes, takes_room, alignment) <= (
+        capacity // alignment
+    ):
+        # Nothing can be over memory 1 at any instant: everything allowed may fit, which
+        # the core's fit first asks; nothing less than all of it is proved.
+        output = core_plan(no_selection, max(0.0, left_ms()))
+        return CapacityPlan(output, _bound_after_core(total, output, total, lightest))
     selector = CapacitySelection(
         starts,
         ends,
         sizes,
         weights,
         may_use_memory1,
-        int(memory_sizes[0]),
-        int(memory_alignments[0]),
+        capacity,
+        alignment,
         obstacle_starts=np.asarray(preplaced.starts, dtype=np.int64)[in_memory1],
         obstacle_ends=np.asarray(preplaced.ends, dtype=np.int64)[in_memory1],
         obstacle_sizes=np.asarray(preplaced.sizes, dtype=np.int64)[in_memory1],
         obstacle_offsets=np.asarray(preplaced.offsets, dtype=np.int64)[in_memory1],
     )
-    total = int(weights[may_use_memory1].sum(dtype=object))
-    takes_room = may_use_memory1 & (sizes > 0) & (starts <= ends)
-    lightest = int(weights[takes_room].min()) if takes_room.any() else 0
-    live_bound = _live_bytes_bound(
-        starts, ends, sizes, weights, may_use_memory1, int(memory_sizes[0])
-    )
     _, nonzeros = selector.model_size()
-    if nonzeros * _BUILD_SECONDS_PER_NONZERO > _SOLVE_SHARE * budget_ms / 1000:
-        # The program would take more than its share of the budget to build (HiGHS does
-        # not stop on time while it builds): the core alone, with the live-bytes bound.
-        output = core_plan(np.zeros(0, dtype=np.int64), max(0.0, left_ms()))
-        return CapacityPlan(output, _bound_after_core(live_bound, output, total, lightest))
-    # No solver when nothing can be over memory 1 at any instant: then everything allowed
-    # may fit, and the core's fit first asks exactly that.
-    first = selector.solve(max(0.0, left_ms()) * _SOLVE_SHARE / 1000)
+    first = None
+    if nonzeros * _BUILD_SECONDS_PER_NONZERO <= _SOLVE_SHARE * budget_ms / 1000:
+        first = selector.solve(max(0.0, left_ms()) * _SOLVE_SHARE / 1000)
     if first is None or first.value == total:
-        output = core_plan(np.zeros(0, dtype=np.int64), max(0.0, left_ms()))
-        bound = live_bound if first is None else min(live_bound, first.bound)
+        # The program would take more than its share of the budget to build (HiGHS does
+        # not stop on time while it builds), or keeps everything: the core alone, with
+        # the bound that needs no solver where the program gave none.
+        output = core_plan(no_selection, max(0.0, left_ms()))
+        bound = (
+            _live_bytes_bound(starts, ends, sizes, weights, may_use_memory1, capacity)
+            if first is None
+            else first.bound
+        )
         return CapacityPlan(output, _bound_after_core(bound, output, total, lightest))
 
     memory_count = len(memory_sizes)
@@ -144,7 +152,7 @@ def plan_capacity_first(
         cost = _outside_costs(output, sizes, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost
-        proved = live_bound if selector.bound is None else min(live_bound, selector.bound)
+        proved = total if selector.bound is None else selector.bound
         if _kept(best, weights) >= proved or left_ms() < _MIN_ROUND_MS:
             break
         # The next choice: cut off one the exact search proved not to pack; solve on from
@@ -160,13 +168,27 @@ def plan_capacity_first(
         else:
             selection = selector.solve(solve_s, capacity=int(selection.capacity * _SLACK))
     assert best is not None
-    proved = live_bound if selector.bound is None else min(live_bound, selector.bound)
+    proved = total if selector.bound is None else selector.bound
     return CapacityPlan(best, _bound_after_core(proved, best, total, lightest))
 
 
 def _kept(output: _core.PlanOutput, weights: IntArray) -> int:
     """The weight a plan keeps in memory 1."""
     return int(weights[np.asarray(output.mem_ids) == 1].sum(dtype=object))
+
+
+def _peak_units(
+    starts: IntArray, ends: IntArray, sizes: IntArray, alive: npt.NDArray[np.bool_], alignment: int
+) -> int:
+    """The most units of ``alignment`` alive at once among the ``alive`` tensors (each
+    rounded up to whole units)."""
+    if not alive.any():
+        return 0
+    units = -(-sizes[alive] // alignment)
+    times = np.concatenate([starts[alive], ends[alive] + 1])
+    deltas = np.concatenate([units, -units])
+    order = np.lexsort((deltas, times))  # At one time, ends first.
+    return int(np.cumsum(deltas[order], dtype=np.float64).max())
 
 
 def _bound_after_core(bound: int, output: _core.PlanOutput, total: int, lightest: int) -> int:
