@@ -43,8 +43,10 @@ CorePlan = Callable[[IntArray, float], _core.PlanOutput]
 # Of the budget, what the first solve of the integer program may take; later solves take
 # at most this share of what is left. The rest goes to the core's packing of each choice.
 _SOLVE_SHARE = 0.3
-# The slack of a retried choice: the program is solved again at this fraction of memory 1.
+# The slack of a retried choice: the program is solved again at this fraction of memory 1
+# (compounded at each retry), down to _MIN_SLACK.
 _SLACK = 0.98
+_MIN_SLACK = 0.8
 # Below this many milliseconds left, no further round is started.
 _MIN_ROUND_MS = 20.0
 # What building the program costs in Python and HiGHS per nonzero (measured: 0.9 s at
@@ -140,11 +142,19 @@ def plan_capacity_first(
     best: _core.PlanOutput | None = None
     best_cost: tuple[int, ...] = ()
     selection: Selection | None = first
+    slack = 1.0  # The capacity of the next choice with slack, as a share of memory 1's.
+    start: npt.NDArray[np.bool_] | None = None  # The best plan's memory 1, to solve on from.
     tried: set[bytes] = set()
-    while selection is not None:
+    while selection is not None and left_ms() >= _MIN_ROUND_MS:
+        solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
         chosen = np.flatnonzero(selection.chosen & may_use_memory1).astype(np.int64)
         if chosen.tobytes() in tried:
-            break
+            # The core would plan it as before: ask for a choice with more slack.
+            slack *= _SLACK
+            if slack < _MIN_SLACK:
+                break
+            selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
+            continue
         tried.add(chosen.tobytes())
         # The first round may take everything left; later ones half of it.
         share = 1.0 if best is None else 0.5
@@ -152,21 +162,23 @@ def plan_capacity_first(
         cost = _outside_costs(output, sizes, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost
+        start = np.asarray(best.mem_ids) == 1
         proved = total if selector.bound is None else selector.bound
         if _kept(best, weights) >= proved or left_ms() < _MIN_ROUND_MS:
             break
-        # The next choice: cut off one the exact search proved not to pack; solve on from
-        # the best plan's memory 1 after one that packed (the program had not been solved
-        # to the end); ask for one with slack in the capacity, which packs more easily,
-        # after one the search could not pack in time.
+        # The next choice: after one the exact search proved not to pack, cut it off (the
+        # bound stays valid) and solve again; after one that packed, solve again from the
+        # best plan's memory 1 (the program had not been solved to the end); after one the
+        # search could not pack in time, ask for one with slack, which packs more easily.
         solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
         if output.selection_fit == "does not fit":
             selector.forbid_together(chosen)
-            selection = selector.solve(solve_s)
+            selection = selector.solve(solve_s, start=start)
         elif output.selection_fit == "fits":
-            selection = selector.solve(solve_s, start=np.asarray(best.mem_ids) == 1)
+            selection = selector.solve(solve_s, start=start)
         else:
-            selection = selector.solve(solve_s, capacity=int(selection.capacity * _SLACK))
+            slack *= _SLACK
+            selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
     assert best is not None
     proved = total if selector.bound is None else selector.bound
     return CapacityPlan(best, _bound_after_core(proved, best, total, lightest))
