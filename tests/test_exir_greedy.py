@@ -351,3 +351,32 @@ def test_verify_storage_reuse_named_errors() -> None:
                 assert ours == exir, name
             kinds.add(exir[0] if exir[0] == "count" else exir[1][:20])
     assert len(kinds) >= 5, kinds
+
+
+def test_an_untested_executorch_runs_exirs_own_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the tested executorch range (executorch/_upstream.py) ``greedy`` hands every
+    input to exir's own function, so the result is exir's and the core is never asked."""
+    from cadence_memplan import api
+    from cadence_memplan.executorch import _upstream
+    from cadence_memplan.exir import planners
+
+    calls: list[int] = []
+
+    def exirs(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return exir_greedy(*args, **kwargs)
+
+    def no_packing(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the core was asked")
+
+    monkeypatch.setattr(_upstream, "_SUPPORTED", False)
+    monkeypatch.setattr(planners.exir_planning, "greedy", exirs)
+    monkeypatch.setattr(api, "pack_shared_objects", no_packing)
+    case = next(iter(NAMED_GREEDY_CASES.values()))
+    specs = build_specs(case.specs)
+    assert_same_outcome(
+        run_greedy(exir_greedy, case, specs),
+        run_greedy(cadence_memplan.exir.greedy, case, specs),
+        case,
+    )
+    assert calls == [1]

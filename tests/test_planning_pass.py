@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,7 @@ from executorch.exir.memory_planning import (
 from executorch.exir.tensor import TensorSpec
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
-from cadence_memplan.executorch import cadence, graph_code
+from cadence_memplan.executorch import _upstream, cadence, graph_code
 from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
 from cadence_memplan.executorch.lowering import backend_config, export_model, lower_exported
 from cadence_memplan.executorch.planning_pass import (
@@ -149,6 +150,58 @@ def test_same_program_as_upstreams_pass(
     assert programs["ours"] == programs["upstream"]
     # Graphs with control flow take upstream's run(); every other graph the fast one.
     assert fast_runs == ([] if name == "cond" else [1])
+
+
+@pytest.mark.parametrize(
+    ("version", "tested"),
+    [
+        ("1.5.0", True),
+        ("1.5.1", True),
+        ("1.5.0.dev20250101+cpu", True),
+        ("1.4.0", False),
+        ("1.6.0", False),
+        ("2.5.0", False),
+        ("unknown", False),
+    ],
+)
+def test_the_executorch_version_is_checked(version: str, tested: bool) -> None:
+    assert _upstream.in_tested_range(version) is tested
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _upstream.check_version(version) is tested
+    assert len(caught) == (0 if tested else 1)
+    if not tested:
+        assert version in str(caught[0].message)
+        assert "1.5.x" in str(caught[0].message)
+
+
+def test_the_installed_executorch_is_in_the_tested_range() -> None:
+    # Else every test of the fast paths below holds upstream's path to itself.
+    assert _upstream.fast_paths_supported(), _upstream.EXECUTORCH_VERSION
+
+
+def test_an_untested_executorch_runs_upstreams_own_pass(
+    monkeypatch: pytest.MonkeyPatch, lowered_program: Lowered
+) -> None:
+    """Outside the tested range every graph takes upstream's ``run()`` (the control-flow
+    path), with none of the package's own steps around it: the same program."""
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a fast path ran on an untested executorch")
+
+    monkeypatch.setattr(_upstream, "_SUPPORTED", False)
+    for name in ("plan_single_graph", "deferred_recompile", "views_checked_once"):
+        monkeypatch.setattr(cadence, name, never)
+    name, lowering = CASES[0]
+    programs = {}
+    for label, planner in (
+        ("upstream", UpstreamCadenceMemoryPlanning),
+        ("ours", CadenceMemoryPlanning),
+    ):
+        planning = planner(get_default_memory_config(), CompileMode.DEFAULT, 0)
+        program = lowered_program(name, lowering).to_executorch(backend_config(lowering, planning))
+        programs[label] = bytes(program.buffer)
+    assert programs["ours"] == programs["upstream"]
 
 
 # --------------------------------------------------------------------------- lifetimes

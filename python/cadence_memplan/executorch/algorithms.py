@@ -48,6 +48,7 @@ from ..exir.planners import (
     _set_column,
     _sized_lifetimes,
 )
+from ._upstream import mem_id_blocklists
 
 __all__ = [
     "BestOfHierarchy",
@@ -246,7 +247,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         with _gc_paused():
             read = _read_specs(specs, "spec", self.incoming_offsets)
             read_placed = _read_specs(placed, "already-placed spec", "placed")
-        blocklists = placement_constraints._mem_id_blocklist  # {id(spec): set of mem ids}
+        blocklists = mem_id_blocklists(placement_constraints)  # {id(spec): set of mem ids}
         blocked = np.zeros(len(specs), dtype=np.uint64)
         if blocklists:
             for index, spec in enumerate(specs):

@@ -43,6 +43,7 @@ from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._validation import is_integer
+from . import _upstream as upstream
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -179,6 +180,10 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
           Cadence's functions in upstream's order, lifetimes in one walk, no second
           ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
 
+        With an executorch outside the tested range
+        (:mod:`~cadence_memplan.executorch._upstream`), every graph runs upstream's
+        ``run()`` itself, with none of the above.
+
         Upstream places pinned specs and resolves relative placements before the last
         ``plan()`` call, so without the snapshot a failure would leave part of the graph
         placed.
@@ -186,6 +191,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         snapshot = SpecSnapshot(graph_module)
         signature = signature_with_maps(graph_signature)
         try:
+            if not upstream.fast_paths_supported():  # an untested executorch: its own pass
+                result: PassResult = super().run(graph_module, graph_signature)
+                return result
             with deferred_recompile(graph_module), views_checked_once(graph_module):
                 if has_control_flow(graph_module):
                     super().run(graph_module, signature)

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.fx._lazy_graph_module import _LazyGraphModule
+
+from ._upstream import GRAPH_MODULE_CODE, LazyGraphModule
 
 __all__ = ["code_is_stale", "deferred_recompile"]
 
@@ -38,7 +39,7 @@ def _per_instance_class(graph_module: torch.fx.GraphModule) -> type | None:
     """The class torch made for this one instance (``GraphModule.__new__`` makes a
     ``GraphModuleImpl`` per instance and ``recompile`` stores ``forward`` on it), or None."""
     cls = type(graph_module)
-    if isinstance(graph_module, _LazyGraphModule) or cls.__qualname__.split(".")[-1] != (
+    if isinstance(graph_module, LazyGraphModule) or cls.__qualname__.split(".")[-1] != (
         "GraphModuleImpl"
     ):
         return None
@@ -71,14 +72,14 @@ class _StaleCode:
         if instance is None:
             return self
         _regenerate(instance)
-        return instance.__dict__["_code"]
+        return instance.__dict__[GRAPH_MODULE_CODE]
 
     def __set__(self, instance: Any, value: str) -> None:
         cls = type(instance)
         for name, stand_in in _STAND_INS.items():
             if vars(cls).get(name) is stand_in:
                 delattr(cls, name)  # recompile sets the new forward right after the code
-        instance.__dict__["_code"] = value
+        instance.__dict__[GRAPH_MODULE_CODE] = value
 
 
 def _reduce_regenerated(self: torch.fx.GraphModule) -> Any:
@@ -90,14 +91,14 @@ def _reduce_regenerated(self: torch.fx.GraphModule) -> Any:
 
 _STAND_INS: dict[str, Any] = {
     "forward": _StaleForward(),
-    "_code": _StaleCode(),
+    GRAPH_MODULE_CODE: _StaleCode(),
     "__reduce__": _reduce_regenerated,
 }
 
 
 def code_is_stale(graph_module: torch.fx.GraphModule) -> bool:
     """Whether the code of ``graph_module`` will be regenerated on its next use."""
-    return vars(type(graph_module)).get("_code") is _STAND_INS["_code"]
+    return vars(type(graph_module)).get(GRAPH_MODULE_CODE) is _STAND_INS[GRAPH_MODULE_CODE]
 
 
 def _mark_stale(cls: type) -> None:

@@ -27,6 +27,7 @@ from .._types import ALGORITHMS
 from ..io.memories import Memory
 from ..stats import TensorTable, op_name, storage_sharing_spec_ids
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
+from ._upstream import lower_ep_to_cadence
 from .compiler import cadence_backend_config, import_cadence_compiler
 
 __all__ = [
@@ -64,7 +65,7 @@ def lower_exported(exported: Any, lowering: str) -> EdgeProgramManager:
     ``export_to_executorch_gen_etrecord`` lowers with; with ``"exir"``, plain ``to_edge``."""
     _check_lowering(lowering)
     if lowering == "cadence":
-        edge: EdgeProgramManager = import_cadence_compiler()._lower_ep_to_cadence(exported)
+        edge: EdgeProgramManager = lower_ep_to_cadence(import_cadence_compiler(), exported)
         return edge
     from executorch.exir import to_edge
 

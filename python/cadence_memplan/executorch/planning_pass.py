@@ -46,21 +46,25 @@ from executorch.exir import memory
 from executorch.exir.control_flow import while_loop as exir_while
 from executorch.exir.memory_planning import (
     Verifier,
-    _alias_inplace_result_specs,
-    _contains_xnnpack_delegate,
-    _extend_storage_base_lifetimes,
-    _is_inplace_node,
-    _is_mutable_buffer,
     collect_specs_from_nodes,
     filter_nodes,
     get_node_tensor_specs,
     insert_calls_to_free,
 )
 from executorch.exir.passes import MemoryPlanningPass
-from executorch.exir.passes.replace_view_copy_with_view_pass import _ViewSpec
 from executorch.exir.tensor import TensorSpec
 from torch.export import ExportGraphSignature
 from torch.fx.immutable_collections import immutable_dict, immutable_list
+
+from . import _upstream as upstream
+from ._upstream import (
+    ViewSpec,
+    alias_inplace_result_specs,
+    contains_xnnpack_delegate,
+    extend_storage_base_lifetimes,
+    is_inplace_node,
+    is_mutable_buffer,
+)
 
 __all__ = [
     "graph_specs",
@@ -94,8 +98,8 @@ def spec_holder(spec: TensorSpec) -> TensorSpec:
     exir's ``_ViewSpec`` (memory.view nodes) forwards ``mem_id``, ``mem_offset`` and
     ``lifetime`` to its base and runs its guards on every attribute read, so the base is
     read instead (``object.__getattribute__`` reads ``_base`` without the guards)."""
-    while isinstance(spec, _ViewSpec):
-        spec = object.__getattribute__(spec, "_base")
+    while isinstance(spec, ViewSpec):
+        spec = upstream.view_base(spec)
     return spec
 
 
@@ -110,18 +114,18 @@ def views_checked_once(graph_module: torch.fx.GraphModule) -> Iterator[None]:
     inside the block fails the same way when each view runs its guards after it, before
     anything else reads the view (the emitter would run them at its first read)."""
     views = [
-        spec for spec in dict.fromkeys(graph_specs(graph_module)) if isinstance(spec, _ViewSpec)
+        spec for spec in dict.fromkeys(graph_specs(graph_module)) if isinstance(spec, ViewSpec)
     ]
-    previous = [object.__getattribute__(view, "_unguarded_access") for view in views]
+    previous = [upstream.view_unguarded(view) for view in views]
     for view in views:
-        object.__setattr__(view, "_unguarded_access", True)
+        upstream.set_view_unguarded(view, True)
     try:
         yield
     finally:
         for view, unguarded in zip(views, previous, strict=True):
-            object.__setattr__(view, "_unguarded_access", unguarded)
+            upstream.set_view_unguarded(view, unguarded)
     for view in views:
-        view._run_guards()
+        upstream.run_view_guards(view)
 
 
 # --------------------------------------------------------------------------- signature
@@ -241,11 +245,11 @@ class _SpecsWhenVisited:
         try:
             return self._inplace[node.target]
         except KeyError:
-            inplace: bool = _is_inplace_node(node)
+            inplace: bool = is_inplace_node(node)
             self._inplace[node.target] = inplace
             return inplace
         except TypeError:  # an unhashable target
-            unhashable: bool = _is_inplace_node(node)
+            unhashable: bool = is_inplace_node(node)
             return unhashable
 
     def of(self, node: torch.fx.Node) -> list[TensorSpec]:
@@ -257,7 +261,7 @@ class _SpecsWhenVisited:
         if specs and self._is_inplace(node):
             # exir aliases on every visit; the first one (at the node's own index, before
             # any user) decides, as the inputs' specs it reads are final by then.
-            _alias_inplace_result_specs(node)
+            alias_inplace_result_specs(node)
             specs = []
         specs = [spec for spec in specs if spec is not None]
         self.visited.update(specs)
@@ -283,7 +287,7 @@ def update_lifetimes(
     spans: dict[TensorSpec, list[Any]] = {}  # by holder: [start, end] so far
     for index, node in enumerate(nodes):
         is_input = node.op == "placeholder"
-        never_freed = is_input and _is_mutable_buffer(node, graph_signature)
+        never_freed = is_input and is_mutable_buffer(node, graph_signature)
         for used in _visited_nodes(node):
             for holder in specs.of(used):
                 span = spans.get(holder)
@@ -297,7 +301,7 @@ def update_lifetimes(
                 )
     for holder, span in spans.items():
         holder.lifetime = span
-    _extend_storage_base_lifetimes(specs.visited)
+    extend_storage_base_lifetimes(specs.visited)
     return specs.visited
 
 
@@ -318,7 +322,7 @@ def _free_of_dead_code(graph_module: torch.fx.GraphModule) -> bool:
     first, the nodes without users that are not impure, so with none to start with it
     removes none. Outside a tracing context (where purity follows inductor's config) and
     without child graph modules (which it cleans too)."""
-    if torch._guards.TracingContext.try_get() is not None:
+    if upstream.tracing_context_active():
         return False
     if any(isinstance(child, torch.fx.GraphModule) for child in graph_module.children()):
         return False
@@ -359,7 +363,7 @@ def plan_single_graph(
         alloc_graph_input=alloc_graph_input,
         alloc_graph_output=alloc_graph_output,
     )
-    planning._set_alloc_node_spec(graph_module)
+    upstream.set_alloc_node_spec(planning, graph_module)
 
     # apply_algo, for one graph and one memory pool (base memory id 1, so exir's remap of
     # the placer's mem ids leaves them as they are).
@@ -375,7 +379,7 @@ def plan_single_graph(
         )
     )
     graph_module.input_mem_buffer_sizes = []  # type: ignore[assignment]  # no submodules
-    extra_padding = 64 if _contains_xnnpack_delegate(graph_module) else 0
+    extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
     bufsizes = algo(planning.alignment, specs, graph_module, graph_signature, extra_padding)
     buffer_sizes = [0, *bufsizes[1:]]  # index 0 is the constants', as apply_algo reserves it
     if len(buffer_sizes) < 2:

@@ -17,7 +17,7 @@ import logging
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -34,6 +34,7 @@ from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
+from ..executorch import _upstream as upstream
 
 __all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
 
@@ -53,8 +54,6 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 _logger = logging.getLogger(__name__)
 
 _element_sizes: dict[torch.dtype, int] = {}
-# What exir's num_bytes_from_shape_and_dtype multiplies by (untyped in torch).
-_torch_element_size: Callable[[torch.dtype], int] = torch._utils._element_size
 
 
 def check_object_search(occupancy: str) -> None:
@@ -95,7 +94,7 @@ def _gc_paused() -> Iterator[None]:
 def _element_size(dtype: torch.dtype) -> int:
     size = _element_sizes.get(dtype)
     if size is None:
-        size = _element_sizes[dtype] = _torch_element_size(dtype)
+        size = _element_sizes[dtype] = upstream.element_size(dtype)
     return size
 
 
@@ -114,7 +113,10 @@ class _Specs:
 
 
 def _read_specs(specs: list[TensorSpec]) -> _Specs:
-    """Raises _NotExact for what only exir's own code reproduces."""
+    """Raises _NotExact for what only exir's own code reproduces, and for everything
+    outside the executorch versions the package was tested with."""
+    if not upstream.fast_paths_supported():
+        raise _NotExact
     try:
         return _read_exact_specs(specs)
     except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
@@ -421,12 +423,12 @@ class BankedGreedy(exir_banked.BankedGreedy):
         graph_signature: Any = None,
         extra_padding: int = 0,
     ) -> MemoryAlgoResult:
-        self._check_bank_alignments(alignment)
+        upstream.check_bank_alignments(self, alignment)
         all_specs = list(specs)
         for spec in all_specs:
             if spec.storage_base is not None:
                 spec.realign(alignment)
-        self._reject_non_cpu(all_specs)
+        upstream.reject_non_cpu(self, all_specs)
         banks = self.target.banks
         try:
             with _gc_paused():
@@ -473,6 +475,6 @@ class BankedGreedy(exir_banked.BankedGreedy):
         _raise_storage_error(read, packing)
         with _gc_paused():
             result = _result(read, packing)
-        self._check_capacity(result.bufsizes)
+        upstream.check_bank_capacity(self, result.bufsizes)
         _logger.debug("banked greedy returns bufsizes: %s", result.bufsizes)
         return result

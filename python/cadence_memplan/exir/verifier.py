@@ -22,6 +22,7 @@ from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
+from ..executorch import _upstream as upstream
 from .planners import ObjectSearch, _NotExact, check_object_search
 
 __all__ = ["verify_storage_reuse"]
@@ -132,6 +133,8 @@ def verify_storage_reuse(
     number of spec pairs whose storage overlaps, or exir's ``InternalError`` for a pair it
     rejects. ``occupancy="scan"`` compares every pair in C++ (the naive baseline)."""
     check_object_search(occupancy)
+    if not upstream.fast_paths_supported():  # an untested executorch: exir's own loop
+        return int(verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap))
     specs = _specs_of(verifier)
     try:
         tensors, parents = _records(specs)
