@@ -18,8 +18,9 @@ namespace {
 // Of the budget left, what fit first may spend when a plan exists already:
 // the rest goes to the steps that improve a plan that spills.
 constexpr double kFitFirstShare = 0.5;
-// The same for the caller's selection.
-constexpr double kSelectionShare = 0.5;
+// The same for the caller's selection: it comes from a bound (the capacity-first
+// program), so packing it is worth more than the squeaky wheel's rounds.
+constexpr double kSelectionShare = 0.8;
 
 // The most units of `alignment` alive at once among `tensors` (each rounded
 // up to whole units) and the units below `capacity_units` that `obstacles`

@@ -45,8 +45,10 @@ CorePlan = Callable[[IntArray, float], _core.PlanOutput]
 _SOLVE_SHARE = 0.3
 # The slack of a retried choice: the program is solved again at this fraction of memory 1
 # (compounded at each retry), down to _MIN_SLACK.
-_SLACK = 0.98
+_SLACK = 0.99
 _MIN_SLACK = 0.8
+# Of the budget left, what one round of the core may take.
+_ROUND_SHARE = 0.5
 # Below this many milliseconds left, no further round is started.
 _MIN_ROUND_MS = 20.0
 # What building the program costs in Python and HiGHS per nonzero (measured: 0.9 s at
@@ -156,9 +158,9 @@ def plan_capacity_first(
             selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
             continue
         tried.add(chosen.tobytes())
-        # The first round may take everything left; later ones half of it.
-        share = 1.0 if best is None else 0.5
-        output = core_plan(chosen, max(0.0, left_ms()) * share)
+        # Half of what is left: a choice the search cannot pack in that time leaves room
+        # for one with slack.
+        output = core_plan(chosen, max(0.0, left_ms()) * _ROUND_SHARE)
         cost = _outside_costs(output, sizes, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost

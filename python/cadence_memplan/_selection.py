@@ -84,7 +84,7 @@ _MIP_ABS_GAP = 0.99
 _EXACT_DOUBLE_SUM = 1 << 52
 _INT64_MAX = (1 << 63) - 1
 # Up to this many nonzeros, HiGHS keeps its presolve and feasibility jump (see _model).
-_SMALL_MODEL_NONZEROS = 100_000
+_SMALL_MODEL_NONZEROS = 20_000
 
 _banner_lock = threading.Lock()
 _banner_silenced = False
