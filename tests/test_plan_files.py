@@ -1,6 +1,7 @@
 """io/plans.py, plan files, on numpy alone: the JSON against its JSON Schema and read
 back into the same plan, the schema refusing what the reader cannot use, the CSV's
-lifetimes comment, older versions read, malformed files refused with the reason.
+lifetimes comment, the unreleased versions 1 and 2 and malformed files refused with the
+reason.
 """
 
 from __future__ import annotations
@@ -79,13 +80,14 @@ def test_every_plan_file_states_its_lifetimes_and_reads_back(tmp_path: Path) -> 
     assert trace["otherData"]["lifetimes"].startswith("inclusive [start, end] node indices")
 
 
-def test_reads_version_1_plans(tmp_path: Path) -> None:
-    path = tmp_path / "v1.json"
+@pytest.mark.parametrize("version", [1, 2])
+def test_refuses_the_unreleased_versions_1_and_2(tmp_path: Path, version: int) -> None:
+    path = tmp_path / f"v{version}.json"
     path.write_text(
         json.dumps(
             {
                 "format": "cadence-memplan plan",
-                "version": 1,
+                "version": version,
                 "algorithm": "position",
                 "memories": [
                     {"mem_id": 1, "name": "fast", "size": 64, "alignment": 16, "base_address": None}
@@ -96,11 +98,8 @@ def test_reads_version_1_plans(tmp_path: Path) -> None:
             }
         )
     )
-    loaded = read_plan_file(path)
-    assert loaded.version == 1
-    assert loaded.table.offsets.tolist() == [16]
-    assert loaded.memories == [Memory("fast", 64, 16)]
-    assert read_plan(path).labels == ["a"]
+    with pytest.raises(ValueError, match=f"plan file version {version}, expected 3"):
+        read_plan_file(path)
 
 
 @pytest.mark.parametrize(
@@ -108,15 +107,22 @@ def test_reads_version_1_plans(tmp_path: Path) -> None:
     [
         ("{", "not JSON"),
         ("[]", "not a plan file"),
-        ('{"format": "cadence-memplan plan", "version": 7}', "version 7, expected one of 1, 2, 3"),
+        ('{"format": "cadence-memplan plan", "version": 7}', "version 7, expected 3"),
         (
             '{"format": "cadence-memplan plan", "version": 3, "lifetimes": "half-open"}',
             "'half-open'; this reader knows only \"inclusive\"",
         ),
-        ('{"format": "cadence-memplan plan", "version": 2, "memories": []}', "malformed"),
         (
             (
-                '{"format": "cadence-memplan plan", "version": 2, "memories": [], "tensors":'
+                '{"format": "cadence-memplan plan", "version": 3, "lifetimes": "inclusive",'
+                ' "memories": []}'
+            ),
+            "malformed",
+        ),
+        (
+            (
+                '{"format": "cadence-memplan plan", "version": 3, "lifetimes": "inclusive",'
+                ' "memories": [], "tensors":'
                 ' [{"name": "a", "mem_id": 1, "offset": 0, "size": 1, "start": 0, "end": 0}]}'
             ),
             "has mem_id 1, but the file lists 0 memories",

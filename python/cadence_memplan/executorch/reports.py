@@ -38,7 +38,6 @@ from ..stats import TensorTable
 
 __all__ = [
     "PER_MEMORY_HEADERS",
-    "SpecTable",
     "find_peak_live_bytes_per_memory",
     "find_peak_memory_usage",
     "find_peak_memory_usages_per_memory",
@@ -61,9 +60,6 @@ PER_MEMORY_HEADERS = (
 )
 
 _UNSET = -1  # stands for None in the int64 columns
-
-# One row per spec, labelled by the spec itself. Kept under its old name.
-SpecTable = TensorTable
 
 
 def require_placed(table: TensorTable) -> None:
@@ -109,7 +105,7 @@ def _graph_spec_table(
     alloc_graph_input: bool,
     alloc_graph_output: bool,
     mem_constraints: MemConstraints | None,
-) -> SpecTable:
+) -> TensorTable:
     # The selection of upstream's collect_specs_from_graph_module.
     specs = collect_specs_from_nodes(
         graph_module.graph.nodes,

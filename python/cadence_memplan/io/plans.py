@@ -13,8 +13,7 @@ module, :func:`plan_schema`) also records the input's name, the algorithm, the t
 bound, tensor count) and per tensor its absolute ``address`` (the memory's base address
 + offset; null when the memory has no base address) and ``shares_storage`` (it lies
 inside another tensor's storage on purpose, see ``TensorTable.shares_storage``).
-:func:`read_plan` reads versions 1 to 3 (1 and 2 have no ``"lifetimes"`` key; their
-lifetimes are inclusive too) and the CSV, with or without its comment line.
+:func:`read_plan` reads that JSON and the CSV, with or without its comment line.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ __all__ = [
 
 PLAN_FORMAT = "cadence-memplan plan"
 PLAN_VERSION = 3
-PLAN_VERSIONS = (1, 2, PLAN_VERSION)  # what read_plan reads
 LIFETIMES = "inclusive"  # the JSON's "lifetimes": start and end are both alive
 CSV_COMMENT = (
     "# cadence-memplan plan: lifetimes are inclusive [start, end] node indices (end < start:"
@@ -177,12 +175,9 @@ def _read_json(path: Path) -> PlanFile:
     if not isinstance(document, dict) or document.get("format") != PLAN_FORMAT:
         raise ValueError(f'{path}: not a plan file (no "format": "{PLAN_FORMAT}")')
     version = document.get("version")
-    if version not in PLAN_VERSIONS:
-        raise ValueError(
-            f"{path}: plan file version {version!r}, expected one of"
-            f" {', '.join(map(str, PLAN_VERSIONS))}"
-        )
-    if version == PLAN_VERSION and document.get("lifetimes") != LIFETIMES:
+    if version != PLAN_VERSION:
+        raise ValueError(f"{path}: plan file version {version!r}, expected {PLAN_VERSION}")
+    if document.get("lifetimes") != LIFETIMES:
         raise ValueError(
             f'{path}: "lifetimes" is {document.get("lifetimes")!r}; this reader knows only'
             f' "{LIFETIMES}" (start and end are both alive)'
