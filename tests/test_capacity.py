@@ -231,3 +231,19 @@ def test_objective_is_refused_where_it_cannot_apply(small_csv, options, message)
     result = run(small_csv, *options)
     assert result.returncode == 2
     assert message in error_line(result)
+
+
+@pytest.mark.parametrize("budget_ms", [0, 1, 50])
+def test_a_tiny_budget_still_plans_a_hierarchy(budget_ms: float) -> None:
+    # Memory 1 holds about half of what is alive at once: the capacity-first path runs,
+    # and must return the core's plan whatever the budget left after the program.
+    rng = random.Random(3)
+    starts, ends, sizes = cut_rectangle(rng, 40, 30, 60, 1)
+    memory = ([20, UNBOUNDED], [1, 1])
+    result = cadence_memplan.plan(
+        starts, ends, sizes, *memory, algorithm="best", budget_ms=budget_ms
+    )
+    assert_valid(starts, ends, sizes, result, *memory)
+    kept = int(np.asarray(sizes)[result.mem_ids == 1].sum())
+    assert result.kept_bound is not None
+    assert kept <= result.kept_bound

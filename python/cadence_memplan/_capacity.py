@@ -147,7 +147,8 @@ def plan_capacity_first(
     slack = 1.0  # The capacity of the next choice with slack, as a share of memory 1's.
     start: npt.NDArray[np.bool_] | None = None  # The best plan's memory 1, to solve on from.
     tried: set[bytes] = set()
-    while selection is not None and left_ms() >= _MIN_ROUND_MS:
+    # The first round runs whatever the budget left: the core always returns a plan.
+    while selection is not None and (best is None or left_ms() >= _MIN_ROUND_MS):
         solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
         chosen = np.flatnonzero(selection.chosen & may_use_memory1).astype(np.int64)
         if chosen.tobytes() in tried:
@@ -181,7 +182,8 @@ def plan_capacity_first(
         else:
             slack *= _SLACK
             selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
-    assert best is not None
+    if best is None:  # No choice was planned (a solve found none): the core alone.
+        best = core_plan(no_selection, max(0.0, left_ms()))
     proved = total if selector.bound is None else selector.bound
     return CapacityPlan(best, _bound_after_core(proved, best, total, lightest))
 
