@@ -67,11 +67,13 @@ class CapacityPlan:
     kept_bound: int
 
 
-def _outside_costs(output: _core.PlanOutput, sizes: IntArray, memory_count: int) -> tuple[int, ...]:
-    """The core's objective (PlanCost): bytes outside memory 1, 1..2, ..., then the total
-    bufsize. Python integers: sums past 2**63 stay exact."""
+def _outside_costs(
+    output: _core.PlanOutput, weights: IntArray, memory_count: int
+) -> tuple[int, ...]:
+    """The core's objective (PlanCost): the weights outside memory 1, 1..2, ..., then the
+    total bufsize. Python integers: sums past 2**63 stay exact."""
     mem_ids = np.asarray(output.mem_ids)
-    costs = [int(sizes[mem_ids > m].sum(dtype=object)) for m in range(1, memory_count)]
+    costs = [int(weights[mem_ids > m].sum(dtype=object)) for m in range(1, memory_count)]
     costs.append(int(np.asarray(output.bufsizes)[1:].sum(dtype=object)))
     return tuple(costs)
 
@@ -90,7 +92,8 @@ def plan_capacity_first(
 ) -> CapacityPlan:
     """Plan with the core's ``best`` (``core_plan``) and, when not every tensor allowed in
     memory 1 fits there, choose what to keep there by the integer program (module
-    docstring). ``may_use_memory1`` marks the tensors allowed in memory 1. Raises what
+    docstring). ``may_use_memory1`` marks the tensors allowed in memory 1; ``weights`` (the
+    sizes, unless the caller gave others) is what a tensor kept there is worth. Raises what
     ``core_plan`` raises; ImportError when highspy is missing."""
     began = time.perf_counter()
 
@@ -162,7 +165,7 @@ def plan_capacity_first(
         # Half of what is left: a choice the search cannot pack in that time leaves room
         # for one with slack.
         output = core_plan(chosen, max(0.0, left_ms()) * _ROUND_SHARE)
-        cost = _outside_costs(output, sizes, memory_count)
+        cost = _outside_costs(output, weights, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost
         start = np.asarray(best.mem_ids) == 1
