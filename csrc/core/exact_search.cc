@@ -154,8 +154,8 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
 // probe until it has spent kDescentShare * L nodes: the share the halving
 // toward the bound had, so that proofs at the bound (A-K) cost what they
 // did. A probe is quick when its decision took at most 1/kQuick of its
-// limit. The first step below the best plan is the room (the grains between
-// the bound and the best plan) >> kFirstShift.
+// limit. The first step below the best plan is the gap (best - bound) >>
+// kFirstShift.
 constexpr int64_t kQuick = 2;
 constexpr int64_t kDescentLimitDivisor = 4;
 constexpr int64_t kDescentShare = 1;
@@ -221,7 +221,6 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   Unit lower = result.lower_bound / a;
   Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
-  const Unit grain = units.grain;
   int64_t remaining = limits.max_nodes;
   // Probes capacity `at` >= lower (in units): the items at Snap(at), which
   // admits the same packings (unit_problem.h). Returns the answer.
@@ -249,44 +248,39 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     }
     return decision.fit;
   };
-  // The descent's targets are the multiples of the grain in (lower, upper):
-  // the k-th below the best plan is Snap(upper - 1) - (k - 1) * grain;
-  // `room` is how many of them lie above lower.
-  const auto room = [&]() -> Unit {
-    const Unit top = units.Snap(upper - 1);
-    return top > lower ? (top - lower - 1) / grain + 1 : 0;
-  };
+  // Whether a capacity below the best plan admits a different packing:
+  // some multiple of the grain lies in (lower, upper).
+  const auto room = [&] { return units.Snap(upper - 1) > lower; };
   // Rounds of doubling node limits L (the restarts over the preorders).
   // Each round first probes the bound with L (often feasible, and then
   // optimal: it ends the search). Then it descends from the best plan with
-  // L / kDescentLimitDivisor per probe: a probe `step` grains below it, each
-  // packing found taken at its real top (often well below the probe). The
-  // step is the room left (the grains between the bound and the best plan)
-  // shifted right: a quick answer halves the shift (the step doubles: a
-  // bisection toward the bound only while probes answer quickly), an
-  // unanswered probe raises it (the step halves) for the rest of the
-  // search, and a probe one grain below the best plan that does not answer
-  // ends the round (it needs a larger limit). Once a step has gone
-  // unanswered, every other probe is one grain below the best plan: a
-  // packing there, when one exists, is usually found at a limit where the
-  // larger steps fail, and its real top is often well below it; without
-  // them the step would have to halve down to one grain, a failure at a
-  // time, before the best plan moves again (the stall of issue 34). Only
-  // nodes decide, never time: deterministic.
+  // L / kDescentLimitDivisor per probe: a probe a step below it, each packing
+  // found taken at its real top (often well below the probe). The step is
+  // the gap to the bound shifted right: a quick answer halves the shift (the
+  // step doubles: a bisection toward the bound only while probes answer
+  // quickly, up to the bound itself, probed with L), an unanswered probe
+  // raises it (the step halves) for the rest of the search, and a probe one
+  // unit below the best plan that does not answer ends the round (it needs a
+  // larger limit). Once a step has gone unanswered, every other probe is one
+  // unit below the best plan: a packing there, when one exists, is often
+  // found at a limit where the larger steps fail, and its real top is often
+  // well below it; without them the step would have to halve down to one
+  // unit, a failure at a time, before the best plan moves again (the stall
+  // of issue 34). Only nodes decide, never time: deterministic.
   int shift = kFirstShift;
-  bool just_below = false;  // The last probe was one grain below the best plan.
+  bool just_below = false;  // The last probe was one unit below the best plan.
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     if (probe_at(lower, limit) != Fit::kUnknown) continue;
     const int64_t descent_limit = std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor);
     const int64_t descent_end =
         result.nodes + (limit > kNoLimit / kDescentShare ? kNoLimit : kDescentShare * limit);
-    while (room() > 0 && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
-      const Unit step = shift >= 62 ? 1 : std::max<Unit>(1, room() >> shift);
+    while (room() && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
+      const Unit step = shift >= 62 ? 1 : std::max<Unit>(1, (upper - lower) >> shift);
       just_below = !just_below && step > 1 && shift > kFirstShift;
+      const Unit target = just_below ? upper - 1 : upper - step;
       const int64_t before = result.nodes;
-      const Fit fit =
-          probe_at(units.Snap(upper - 1) - (just_below ? 0 : (step - 1) * grain), descent_limit);
+      const Fit fit = probe_at(target, target == lower ? limit : descent_limit);
       if (just_below) continue;
       if (fit == Fit::kFits) {
         if (result.nodes - before <= descent_limit / kQuick) shift = std::max(0, shift - 1);

@@ -164,14 +164,14 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 
 // Minimises the bufsize below `capacity`, starting from `incumbent` (offsets
 // of a valid packing within it), until it is proved optimal or the limits stop
-// the search. Capacities are probed in multiples of the grain (above). Rounds
-// of doubling node limits: each probes the lower bound, then descends from
-// the best plan (a probe a step below it, each packing found taken at its
-// real top; the step grows toward the bound while probes answer quickly and
-// shrinks when they do not; once a step went unanswered, every other probe
-// is one grain below the best plan), so that the best plan keeps improving
-// when the bound is out of reach (exact_search.cc says how the nodes are
-// shared). Every packing it returns
+// the search. Each capacity is probed rounded down to a multiple of the grain
+// (above), which admits the same packings. Rounds of doubling node limits:
+// each probes the lower bound, then descends from the best plan (a probe a
+// step below it, each packing found taken at its real top; the step grows
+// toward the bound while probes answer quickly and shrinks when they do not;
+// once a step went unanswered, every other probe is one unit below the best
+// plan), so that the best plan keeps improving when the bound is out of reach
+// (exact_search.cc says how the nodes are shared). Every packing it returns
 // is valid for the problem; `improvements` lists each step. Throws
 // Interrupted.
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
