@@ -94,9 +94,14 @@ double Run(const std::string& name, const std::vector<Tensor>& tensors, const Op
                       std::chrono::microseconds(static_cast<int64_t>(o.below_ms * 1000));
     limits.threads = o.threads;
     const FitResult fit = FitInCapacity(problem, bufsize - 1, limits);
-    std::printf(" below: %s", fit.fit == Fit::kFits         ? "exists"
-                              : fit.fit == Fit::kDoesNotFit ? "none"
-                                                            : "?");
+    std::printf(" below: %s (%lld nodes%s)",
+                fit.fit == Fit::kFits         ? "exists"
+                : fit.fit == Fit::kDoesNotFit ? "none"
+                                              : "?",
+                static_cast<long long>(fit.nodes),
+                fit.fit == Fit::kFits
+                    ? (", top " + std::to_string(PackingBufsize(problem, fit.offsets))).c_str()
+                    : "");
   }
   std::printf("\n");
   if (o.progress) {

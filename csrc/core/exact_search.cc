@@ -149,15 +149,16 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
-// The descent (MinimizeBufsize). Each round (node limit L) probes the bound
-// with L per preorder, then descends with L / kDescentLimitDivisor per
-// probe until it has spent kDescentShare * L nodes: the share today's
-// halving had, so that proofs at the bound (A-K) cost what they did. A probe
-// is quick when its decision took at most 1/kQuick of its limit. The first
-// step below the best plan is the gap (best - bound) >> kFirstShift.
+// The descent (MinimizeBufsize). Each round (node limit L) probes the
+// bound with L per preorder, then descends with L / kDescentLimitDivisor per
+// probe until it has spent kDescentShare * L nodes: the share the halving
+// toward the bound had, so that proofs at the bound (A-K) cost what they
+// did. A probe is quick when its decision took at most 1/kQuick of its
+// limit. The first step below the best plan is the gap (best - bound) >>
+// kFirstShift.
 constexpr int64_t kQuick = 2;
-constexpr int64_t kDescentShare = 1;
 constexpr int64_t kDescentLimitDivisor = 4;
+constexpr int64_t kDescentShare = 1;
 constexpr int kFirstShift = 3;
 
 int64_t FirstNodeLimit(const UnitProblem& problem) {
@@ -182,8 +183,8 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
   const UnitProblem units(problem);
   Controller controller(limits);
   FitResult result;
-  const Unit capacity_units = capacity / problem.alignment;
-  if (units.lone_units > capacity_units) {
+  const Unit capacity_units = units.Snap(capacity / problem.alignment);
+  if (units.lone_units > capacity / problem.alignment) {
     result.fit = Fit::kDoesNotFit;
     return result;
   }
@@ -221,9 +222,10 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
   int64_t remaining = limits.max_nodes;
-  // Returns the probe's answer.
+  // Probes capacity `at` >= lower (in units): the items at Snap(at), which
+  // admits the same packings (unit_problem.h). Returns the answer.
   const auto probe_at = [&](Unit at, int64_t limit) {
-    const Decision decision = Decide(units, at, std::min(limit, remaining), controller);
+    const Decision decision = Decide(units, units.Snap(at), std::min(limit, remaining), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
     if (decision.fit == Fit::kFits) {
@@ -242,33 +244,44 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
              result.bufsize});
       }
     } else if (decision.fit == Fit::kDoesNotFit) {
-      lower = std::max(lower, at + 1);
+      lower = std::max(lower, units.GrainAbove(at));
     }
     return decision.fit;
   };
-  // Rounds of doubling node limits (the restarts over the preorders). Each
-  // round first probes the bound with the round's limit (often feasible,
-  // and then optimal: it ends the search). Then it descends from the best
-  // plan: a probe at upper - step, the packing found taken at its real top
-  // (often well below the probe), again. The step is the gap to the bound
-  // shifted right: a quick answer halves the shift (the step doubles, up to
-  // the bound itself: bisection toward the bound only while probes answer
-  // quickly), an unanswered probe raises it (the step halves, down to one
-  // unit: just below the best plan) for the rest of the search, and a probe
-  // just below the best plan that does not answer ends the round (it needs
-  // a larger limit). Only nodes decide, never time: deterministic.
+  // Whether a capacity below the best plan admits a different packing:
+  // some multiple of the grain lies in (lower, upper).
+  const auto room = [&] { return units.Snap(upper - 1) > lower; };
+  // Rounds of doubling node limits L (the restarts over the preorders).
+  // Each round first probes the bound with L (often feasible, and then
+  // optimal: it ends the search). Then it descends from the best plan with
+  // L / kDescentLimitDivisor per probe: a probe a step below it, each packing
+  // found taken at its real top (often well below the probe). The step is
+  // the gap to the bound shifted right: a quick answer halves the shift (the
+  // step doubles: a bisection toward the bound only while probes answer
+  // quickly, up to the bound itself, probed with L), an unanswered probe
+  // raises it (the step halves) for the rest of the search, and a probe one
+  // unit below the best plan that does not answer ends the round (it needs a
+  // larger limit). Once a step has gone unanswered, every other probe is one
+  // unit below the best plan: a packing there, when one exists, is often
+  // found at a limit where the larger steps fail, and its real top is often
+  // well below it; without them the step would have to halve down to one
+  // unit, a failure at a time, before the best plan moves again (the stall
+  // of issue 34). Only nodes decide, never time: deterministic.
   int shift = kFirstShift;
+  bool just_below = false;  // The last probe was one unit below the best plan.
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     if (probe_at(lower, limit) != Fit::kUnknown) continue;
     const int64_t descent_limit = std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor);
     const int64_t descent_end =
         result.nodes + (limit > kNoLimit / kDescentShare ? kNoLimit : kDescentShare * limit);
-    while (lower < upper && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
+    while (room() && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
       const Unit step = shift >= 62 ? 1 : std::max<Unit>(1, (upper - lower) >> shift);
-      const Unit target = upper - step;
+      just_below = !just_below && step > 1 && shift > kFirstShift;
+      const Unit target = just_below ? upper - 1 : upper - step;
       const int64_t before = result.nodes;
       const Fit fit = probe_at(target, target == lower ? limit : descent_limit);
+      if (just_below) continue;
       if (fit == Fit::kFits) {
         if (result.nodes - before <= descent_limit / kQuick) shift = std::max(0, shift - 1);
       } else if (fit == Fit::kUnknown) {

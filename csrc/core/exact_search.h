@@ -145,7 +145,10 @@ struct PackingResult {
   // bufsize. The largest of the aligned peak-live bound (the most units alive
   // at once, obstacles' whole units included, times a), the largest aligned
   // end of a lone tensor or an obstacle, and one unit above each capacity the
-  // search proved too small.
+  // search proved too small; without obstacles alive, the next multiple of
+  // the grain g above such a capacity, g being the greatest common divisor of
+  // the tensors' units (a settled packing's tops are sums of units, so no
+  // bufsize lies strictly between: unit_problem.h).
   Size lower_bound = 0;
   bool proved_optimal() const { return bufsize == lower_bound; }
   int64_t nodes = 0;
@@ -161,11 +164,13 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 
 // Minimises the bufsize below `capacity`, starting from `incumbent` (offsets
 // of a valid packing within it), until it is proved optimal or the limits stop
-// the search. Rounds of doubling node limits: each probes the lower bound,
-// then descends from the best plan (a probe a step below it, each packing
-// found taken at its real top; the step grows toward the bound while probes
-// answer quickly and shrinks to one unit when they do not), so that the
-// best plan keeps improving when the bound is out of reach
+// the search. Each capacity is probed rounded down to a multiple of the grain
+// (above), which admits the same packings. Rounds of doubling node limits:
+// each probes the lower bound, then descends from the best plan (a probe a
+// step below it, each packing found taken at its real top; the step grows
+// toward the bound while probes answer quickly and shrinks when they do not;
+// once a step went unanswered, every other probe is one unit below the best
+// plan), so that the best plan keeps improving when the bound is out of reach
 // (exact_search.cc says how the nodes are shared). Every packing it returns
 // is valid for the problem; `improvements` lists each step. Throws
 // Interrupted.

@@ -1,6 +1,7 @@
 #include "unit_problem.h"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 namespace cadence_memplan {
@@ -103,6 +104,12 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
     forbidden.EndRow();
   }
 
+  // The grain (unit_problem.h): with no obstacle alive, the items' tops in
+  // a settled packing are sums of item units. (The bound below is then a
+  // multiple of it already: a sum of units alive at once, or one item's.)
+  grain = 0;
+  for (const Item& item : items) grain = std::gcd(grain, item.units);
+  if (grain == 0 || !obstacles.empty()) grain = 1;
   lower_bound = std::max(lone_units, obstacle_top);
   for (SectionIndex s = 0; s < section_count; ++s) {
     Unit covered_units = 0;

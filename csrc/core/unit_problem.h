@@ -117,7 +117,28 @@ class UnitProblem {
         section_times.begin());
   }
 
+  // The largest multiple of the grain at or below k (k >= 0): a capacity of
+  // k units admits exactly the packings of items that Snap(k) admits.
+  Unit Snap(Unit k) const { return k / grain * grain; }
+  // The smallest multiple of the grain above k (k >= -1), saturating.
+  Unit GrainAbove(Unit k) const {
+    const Unit snapped = k < 0 ? 0 : Snap(k);
+    return k < 0 ? 0 : snapped > kNoLimit - grain ? kNoLimit : snapped + grain;
+  }
+
   Size alignment;
+  // The grain: the greatest common divisor of the items' units when no
+  // obstacle is alive, else 1. Then every item's top in a settled packing
+  // (exact_search.h) is a multiple of it: each item sits at 0 or at the top
+  // of an item listed before it, so by induction every offset is a sum of
+  // item units. Any packing settles without a larger bufsize, so (1) the
+  // items fit within k units iff they fit within Snap(k) (the search probes
+  // Snap(k), whose pruning is tighter), and (2) when they do not fit within
+  // k, every packing's items reach GrainAbove(k), which MinimizeBufsize's
+  // lower bound then takes. Lone tensors and obstacles that are never alive
+  // count apart (lone_units, obstacle_top): a bufsize is the larger of them
+  // and the items' top.
+  Unit grain = 1;
   std::vector<Item> items;
   std::vector<TensorIndex> lone;  // Zero-size or never alive: at offset 0.
   Unit lone_units = 0;            // The largest of them.

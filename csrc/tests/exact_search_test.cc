@@ -106,6 +106,11 @@ PackingProblem TinyProblem(std::mt19937_64& rng) {
                                                    : Lifetime{start, start + Pick(rng, 0, 3)};
     p.tensors.push_back({lifetime, Pick(rng, 0, 5) == 0 ? 0 : Pick(rng, 1, 9)});
   }
+  // Sizes with a common factor: the search's grain (unit_problem.h).
+  if (Pick(rng, 0, 2) == 0) {
+    const Size factor = Pick(rng, 2, 3);
+    for (Tensor& t : p.tensors) t.size *= factor;
+  }
   const int obstacles = static_cast<int>(Pick(rng, 0, 3) == 0 ? Pick(rng, 1, 2) : 0);
   for (int k = 0; k < obstacles; ++k) {
     const Time start = Pick(rng, 0, 5);
