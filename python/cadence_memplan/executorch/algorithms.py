@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import chain
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,14 +39,12 @@ from .._types import (
 )
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
-from ..exir.planners import (
-    _column,
-    _gc_paused,
-    _int64,
-    _NotExact,
-    _object_array,
-    _set_column,
-    _sized_lifetimes,
+from ._tensorspecs import (
+    Offsets,
+    gc_paused,
+    object_array,
+    read_cadence_specs,
+    set_column,
 )
 from ._upstream import mem_id_blocklists
 
@@ -61,80 +59,6 @@ __all__ = [
 _SPECS_HASH_BY_IDENTITY = (
     TensorSpec.__eq__ is object.__eq__ and TensorSpec.__hash__ is object.__hash__
 )
-
-
-class _SpecArrays(NamedTuple):
-    """Lifetimes, allocated sizes and mem_offsets of specs, as int64."""
-
-    starts: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-    sizes: npt.NDArray[np.int64]
-    offsets: npt.NDArray[np.int64]
-
-
-# What a spec's mem_offset means to the reader: "placed", where it must be set (already-
-# placed specs); "incoming", where None stands for -1 (the specs GreedyWithHeuristic may
-# keep the offset of); "ignored", where it is not read (first fit overwrites it unread).
-_Offsets = Literal["placed", "incoming", "ignored"]
-_EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def _read_exact_specs(specs: list[TensorSpec], offsets: _Offsets) -> _SpecArrays:
-    """Each attribute in one pass over the specs, ``allocated_memory`` computed as exir
-    does but on arrays. Raises _NotExact for anything but plain TensorSpecs of exact int
-    fields."""
-    if not specs:
-        return _SpecArrays(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
-    try:
-        sized = _sized_lifetimes(specs)
-        offset_array = _EMPTY
-        if offsets != "ignored":
-            values = _column(specs, "mem_offset")
-            unset = values.count(None)
-            if unset and offsets == "placed":
-                raise _NotExact
-            if unset == len(values):  # The usual case: nothing planned these specs yet.
-                offset_array = np.full(len(values), -1, dtype=np.int64)
-            else:
-                offset_array = _int64(-1 if value is None else value for value in values)
-    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
-        raise _NotExact from error
-    return _SpecArrays(sized.starts, sized.ends, sized.allocated, offset_array)
-
-
-def _read_specs(specs: list[TensorSpec], what: str, offsets: _Offsets) -> _SpecArrays:
-    """The arrays the core plans from; ``allocated_memory`` is computed, so read once. Specs
-    the fast path cannot read exactly are read attribute by attribute, with the errors
-    naming the spec (``what``: "spec" or "already-placed spec")."""
-    try:
-        return _read_exact_specs(specs, offsets)
-    except _NotExact:
-        pass
-    name = what.removesuffix(" spec")
-    starts: list[Any] = []
-    ends: list[Any] = []
-    sizes: list[int] = []
-    for index, spec in enumerate(specs):
-        lifetime = spec.lifetime
-        if lifetime is None or len(lifetime) != 2:
-            raise ValueError(
-                f"{what} {index} has lifetime {lifetime!r}, expected [start, end]: {spec!r}"
-            )
-        starts.append(lifetime[0])
-        ends.append(lifetime[1])
-        sizes.append(spec.allocated_memory)
-    offset_array = _EMPTY
-    if offsets == "incoming":
-        values = [-1 if spec.mem_offset is None else spec.mem_offset for spec in specs]
-        offset_array = as_int64(f"{name} incoming offsets", values)
-    elif offsets == "placed":
-        offset_array = as_int64(f"{name} offsets", [spec.mem_offset for spec in specs])
-    return _SpecArrays(
-        as_int64(f"{name} lifetime starts", starts),
-        as_int64(f"{name} lifetime ends", ends),
-        as_int64(f"{name} sizes", sizes),
-        offset_array,
-    )
 
 
 def check_memory_config(memory_config: MemoryConfig) -> None:
@@ -172,8 +96,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
     """Upstream's algorithm interface with ``plan()`` done by the C++ core."""
 
     algorithm: ClassVar[Algorithm]
-    # What plan() makes of the specs' incoming mem_offset (_Offsets): first fit ignores it.
-    incoming_offsets: ClassVar[_Offsets] = "incoming"
+    # What plan() makes of the specs' incoming mem_offset (Offsets): first fit ignores it.
+    incoming_offsets: ClassVar[Offsets] = "incoming"
 
     def __init__(
         self,
@@ -244,9 +168,9 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                     f" but has mem_id {spec.mem_id}: {spec!r}"
                 )
 
-        with _gc_paused():
-            read = _read_specs(specs, "spec", self.incoming_offsets)
-            read_placed = _read_specs(placed, "already-placed spec", "placed")
+        with gc_paused():
+            read = read_cadence_specs(specs, "spec", self.incoming_offsets)
+            read_placed = read_cadence_specs(placed, "already-placed spec", "placed")
         blocklists = mem_id_blocklists(placement_constraints)  # {id(spec): set of mem ids}
         blocked = np.zeros(len(specs), dtype=np.uint64)
         if blocklists:
@@ -294,11 +218,11 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             raise failure from error
         self.last_result = result
 
-        _set_column(specs, "mem_id", result.mem_ids.tolist())
-        _set_column(specs, "mem_offset", result.offsets.tolist())
+        set_column(specs, "mem_id", result.mem_ids.tolist())
+        set_column(specs, "mem_offset", result.offsets.tolist())
         # Each memory's list by one numpy take: the order is the offsets', so a list's
         # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
-        everything = _object_array(chain(placed, specs), len(placed) + len(specs))
+        everything = object_array(chain(placed, specs), len(placed) + len(specs))
         for mem_id in range(1, memory_count + 1):
             state.allocated_buffers[mem_id] = everything[result.memory_order[mem_id]].tolist()
         # Upstream raises bufsizes in place_spec, so only for the tensors placed in this

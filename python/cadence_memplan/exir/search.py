@@ -41,24 +41,24 @@ from executorch.exir.tensor import TensorSpec
 
 from .. import api
 from .._types import PlanningError
-from .._validation import MAX_BYTE_VALUE, check_budget_ms
-from .planners import (
-    _EXACT_LIMIT,
-    _gc_paused,
-    _input_sizes,
-    _NotExact,
-    _pack,
-    _raise_storage_error,
-    _read_specs,
-    _realign,
-    _result,
-    _Specs,
+from .._validation import check_budget_ms
+from ..executorch._tensorspecs import (
+    BYTE_LIMIT,
+    EXACT_LIMIT,
+    TIME_LIMIT,
+    ExirSpecs,
+    NotExact,
+    exir_result,
+    gc_paused,
+    input_sizes,
+    read_exir_specs,
+    realign,
 )
+from .planners import pack_exir_specs, raise_storage_error
 
 __all__ = ["best"]
 
 _logger = logging.getLogger(__name__)
-_TIME_LIMIT = 1 << 62  # the core's node indices, shifted to start at 0
 
 
 def _integer(name: str, value: object, low: int) -> int:
@@ -68,7 +68,7 @@ def _integer(name: str, value: object, low: int) -> int:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {value!r}") from None
-    if not low <= number < _EXACT_LIMIT:
+    if not low <= number < EXACT_LIMIT:
         raise ValueError(f"{name} must be an integer in [{low}, 2^53), got {value!r}")
     return int(number)
 
@@ -84,7 +84,7 @@ def _storage_roots(bases: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 
 def _chain_lifetimes(
-    read: _Specs, roots: npt.NDArray[np.int64]
+    read: ExirSpecs, roots: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Lifetimes under which the roots are planned: each root's own, widened to cover its
     storage-backed specs' (exir's _extend_storage_base_lifetimes does it before planning a
@@ -130,7 +130,7 @@ def _search_memory(
     None where the core cannot take the instance (greedy's plan then stands)."""
     shift = min(int(starts.min()), int(ends.min()), 0)
     capacity = max(1, int(sizes.sum()))  # first fit never needs more than all of them
-    if max(int(starts.max()), int(ends.max())) - shift >= _TIME_LIMIT or capacity > MAX_BYTE_VALUE:
+    if max(int(starts.max()), int(ends.max())) - shift >= TIME_LIMIT or capacity > BYTE_LIMIT:
         return None
     try:
         plan = api.plan(
@@ -148,7 +148,7 @@ def _search_memory(
 
 
 class _Replanned(NamedTuple):
-    """Greedy's packing with some memories planned again (planners._Allocations)."""
+    """Greedy's packing with some memories planned again (_tensorspecs.Allocations)."""
 
     visit_order: npt.NDArray[np.int64]
     mem_ids: npt.NDArray[np.int64]
@@ -158,7 +158,7 @@ class _Replanned(NamedTuple):
 
 
 def _smaller_plan(
-    read: _Specs,
+    read: ExirSpecs,
     packing: api.SharedObjectPacking,
     alignment: int,
     extra_padding: int,
@@ -222,14 +222,14 @@ def _exir_greedy_untouched(
 
 
 def _raise_untouched(
-    spec_list: list[TensorSpec], read: _Specs, packing: api.SharedObjectPacking
+    spec_list: list[TensorSpec], read: ExirSpecs, packing: api.SharedObjectPacking
 ) -> None:
     """exir's storage error, worded with the realigned sizes exir's message shows, then
     the alignments as they were."""
     alignments = [spec.alignment for spec in spec_list]
     try:
-        _realign(spec_list, packing.final_alignment)
-        _raise_storage_error(read, packing)
+        realign(spec_list, packing.final_alignment)
+        raise_storage_error(read, packing)
         raise AssertionError(f"unexpected packing error {packing.error!r}")
     finally:
         for spec, alignment in zip(spec_list, alignments, strict=True):
@@ -267,29 +267,31 @@ def best(
     extra_padding = _integer("extra_padding", extra_padding, 0)
     spec_list = list(specs)
     try:
-        with _gc_paused():
-            read = _read_specs(spec_list)
-            packing = _pack(read, alignment, extra_padding, graph_module, True, "auto", None)
+        with gc_paused():
+            read = read_exir_specs(spec_list)
+            packing = pack_exir_specs(
+                read, alignment, extra_padding, graph_module, True, "auto", None
+            )
             if packing.error == "not_sorted":
                 # exir's greedy sorts by the sizes before realignment and then asserts
                 # that they are sorted; in the order of the realigned sizes it plans.
                 tensors = read.tensors.copy()
                 tensors["sort_size"] = -(-tensors["nbytes"] // alignment) * alignment
-                packing = _pack(
-                    _Specs(read.specs, tensors), alignment, extra_padding,
+                packing = pack_exir_specs(
+                    ExirSpecs(read.specs, tensors), alignment, extra_padding,
                     graph_module, True, "auto", None,
                 )  # fmt: skip
-            input_sizes = _input_sizes(graph_module)
-    except _NotExact:
+            submodule_sizes = input_sizes(graph_module)
+    except NotExact:
         return _exir_greedy_untouched(
             alignment, spec_list, graph_module, graph_signature, extra_padding
         )
     if packing.error:
         _raise_untouched(spec_list, read, packing)
     greedy_bufsizes = packing.bufsizes.tolist()
-    replanned = _smaller_plan(read, packing, alignment, extra_padding, input_sizes, budget)
-    _realign(spec_list, packing.final_alignment)
-    with _gc_paused():
-        result = _result(read, replanned)
+    replanned = _smaller_plan(read, packing, alignment, extra_padding, submodule_sizes, budget)
+    realign(spec_list, packing.final_alignment)
+    with gc_paused():
+        result = exir_result(read, replanned)
     _logger.debug("best returns bufsizes %s (greedy's: %s)", result.bufsizes, greedy_bufsizes)
     return result

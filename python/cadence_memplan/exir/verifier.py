@@ -23,7 +23,8 @@ from executorch.exir.tensor import TensorSpec
 
 from .. import api
 from ..executorch import _upstream as upstream
-from .planners import ObjectSearch, _NotExact, check_object_search
+from ..executorch._tensorspecs import BYTE_LIMIT, NotExact
+from .planners import ObjectSearch, check_object_search
 
 __all__ = ["verify_storage_reuse"]
 
@@ -63,7 +64,7 @@ def _specs_of(verifier: Verifier) -> list[TensorSpec]:
 
 def _as_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _NotExact
+        raise NotExact
     return value
 
 
@@ -71,7 +72,7 @@ def _records(specs: list[TensorSpec]) -> tuple[npt.NDArray[np.void], npt.NDArray
     """The specs as the core's ReuseTensor records, and their storage chains' parents."""
     count = len(specs)
     if len({spec.mem_obj_id is None for spec in specs}) > 1:
-        raise _NotExact  # exir raises "Specs do not agree ..." at its first such pair
+        raise NotExact  # exir raises "Specs do not agree ..." at its first such pair
     mem_id_codes: dict[Any, int] = {}
     mem_ids = [mem_id_codes.setdefault(spec.mem_id, len(mem_id_codes)) for spec in specs]
     specs_per_memory = Counter(mem_ids)
@@ -82,11 +83,11 @@ def _records(specs: list[TensorSpec]) -> tuple[npt.NDArray[np.void], npt.NDArray
         try:
             start, end = _as_int(lifetime[0]), _as_int(lifetime[1])
             offset, size = _as_int(spec.mem_offset), _as_int(spec.allocated_memory)
-            if offset < 0 or size < 0 or offset + size >= 1 << 62:
-                raise _NotExact
-        except (_NotExact, TypeError, IndexError):
+            if offset < 0 or size < 0 or offset + size >= BYTE_LIMIT:
+                raise NotExact
+        except (NotExact, TypeError, IndexError):
             if specs_per_memory[mem_id] > 1:
-                raise _NotExact from None  # exir asserts on it, or needs Python ints
+                raise NotExact from None  # exir asserts on it, or needs Python ints
             # Alone in its memory: exir never compares its storage, nor its lifetime.
             start, end, offset, size = 0, -1, 0, 0
         starts.append(start)
@@ -111,7 +112,7 @@ def _records(specs: list[TensorSpec]) -> tuple[npt.NDArray[np.void], npt.NDArray
             parents.append(-1)
             parents[child] = node
             if len(extra) > 4 * count + 16:
-                raise _NotExact  # a cycle outside the specs
+                raise NotExact  # a cycle outside the specs
             child, base = node, base.storage_base
     tensors = np.zeros(count, dtype=api.REUSE_TENSOR_DTYPE)
     tensors["lifetime"]["start"] = starts
@@ -145,7 +146,7 @@ def verify_storage_reuse(
             occupancy=occupancy,
         )
         pairs, violation = found.reuse_pairs, found.violation
-    except (_NotExact, OverflowError, ValueError):  # ValueError: a storage_base cycle
+    except (NotExact, OverflowError, ValueError):  # ValueError: a storage_base cycle
         violation = True
     if violation:
         # exir's loop finds the first rejected pair in its order and raises for it.
