@@ -83,8 +83,8 @@ void BestSearch::FitFirst() {
   }
   if (allowed.empty()) return;
   const SearchLimits limits = best_cost_.empty() ? Limits() : LimitsForShare(kFitFirstShare);
-  const std::string strategy =
-      StrCat("fit first (all ", allowed.size(), " tensors allowed in memory 1 packed there");
+  const std::string strategy = StrCat("fit-first packing (all ", allowed.size(),
+                                      " tensors allowed in memory 1 packed there");
   switch (PackIntoMemory1(allowed, limits, strategy)) {
     case Fit::kFits: result_.all_in_memory1 = AllInMemory1::kFits; break;
     case Fit::kDoesNotFit: result_.all_in_memory1 = AllInMemory1::kProvedImpossible; break;
@@ -102,7 +102,7 @@ void BestSearch::PackSelection() {
   const SearchLimits limits = best_cost_.empty() ? Limits() : LimitsForShare(kSelectionShare);
   result_.selection_fit = PackIntoMemory1(
       selection, limits,
-      StrCat("the capacity-first selection (", selection.size(), " tensors packed in memory 1"));
+      StrCat("capacity-first selection (", selection.size(), " tensors packed in memory 1"));
 }
 
 PlanningFailure BestSearch::NoPlan() const {
