@@ -62,6 +62,9 @@ def test_traffic_objective_keeps_no_less_traffic_than_first_fit(lowered) -> None
     assert traffic_in_memory_1(by_traffic) >= traffic_in_memory_1(first_fit)
     assert algo.last_result is not None
     assert algo.last_result.kept_bound is not None
+    # The report's "keeps X; at most Y" for a model: one call placed every spec here.
+    assert algo.calls == 1
+    assert 0 < algo.last_kept <= algo.last_result.kept_bound
 
 
 def test_spec_readers_counts_the_nodes_that_read_each_spec(lowered) -> None:

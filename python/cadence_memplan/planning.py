@@ -244,6 +244,10 @@ class InputPlan:
     proved_optimal: bool | None = None
     lower_bound: int | None = None
     kept_bound: int | None = None
+    # What memory 1 keeps, in kept_bound's terms (bytes, or the objective's traffic), and
+    # which terms those are; with kept_bound (a model's only with one placer call).
+    kept: int | None = None
+    objective: Objective = "bytes"
 
     @property
     def placer_seconds(self) -> float:
@@ -290,6 +294,7 @@ def plan_input(
             proved_optimal=result.proved_optimal if best else None,
             lower_bound=result.lower_bound if best else None,
             kept_bound=result.kept_bound if best else None,
+            kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
         )  # fmt: skip
     from .executorch.cadence import CadenceMemoryPlanning
     from .executorch.lowering import lower_and_plan
@@ -300,9 +305,11 @@ def plan_input(
             loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
             alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering, objective=objective,
         )  # fmt: skip
+    kept, kept_bound = ours.kept if ours.kept is not None else (None, None)
     return InputPlan(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
-        ours.node_names, ours.program, ours.strategy,
+        ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
+        objective=objective,
     )  # fmt: skip
 
 

@@ -218,11 +218,14 @@ def _print(
     """Print the report; return (the comparison agreed, the validator's problem, the
     tensors' names for the outputs)."""
     table, memories, algorithm = ours.table, ours.memories, ours.algorithm
-    optimality = (
-        None
-        if ours.proved_optimal is None
-        else Optimality(ours.proved_optimal, ours.lower_bound, ours.kept_bound)
-    )
+    optimality = None
+    if ours.proved_optimal is not None:
+        optimality = Optimality(
+            ours.proved_optimal, ours.lower_bound, ours.kept_bound, ours.kept, ours.objective
+        )
+    elif ours.kept is not None and ours.kept_bound is not None:  # A model's one placer call.
+        full = ours.kept >= ours.kept_bound
+        optimality = Optimality(full, None, ours.kept_bound, ours.kept, ours.objective)
     print_report(
         ours.input.label, table, memories, algorithm, ours.timings, ours.node_names, optimality
     )

@@ -120,9 +120,8 @@ def print_report(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )
     if optimality is not None:
-        if optimality.kept_bound is not None and optimality.lower_bound is None:
-            kept = int(table.sizes[table.mem_ids == 1].sum())
-            print(_kept_line(memories[0].name, kept, optimality.kept_bound))
+        if optimality.lower_bound is None and optimality.kept is not None:
+            print(_kept_line(memories[0].name, optimality))
         print(_optimality_line(optimality, memories[0].name))
 
 
@@ -132,11 +131,19 @@ class Optimality(NamedTuple):
     proved_optimal: bool
     lower_bound: int | None
     kept_bound: int | None
+    kept: int | None = None  # What memory 1 keeps, in kept_bound's terms.
+    objective: str = "bytes"
 
 
-def _kept_line(name: str, kept: int, bound: int) -> str:
+def _kept_line(name: str, optimality: Optimality) -> str:
+    kept, bound = optimality.kept or 0, optimality.kept_bound or 0
     share = f" ({percent_used(kept, bound)})" if bound else ""
-    return f"{name}: keeps {kept:,} B; at most {bound:,} B can be kept{share}"
+    if optimality.objective == "bytes":
+        return f"{name}: keeps {kept:,} B; at most {bound:,} B can be kept{share}"
+    return (
+        f"{name}: keeps traffic {kept:,} (bytes x (1 + readers)); at most {bound:,} can be"
+        f" kept{share}"
+    )
 
 
 def _optimality_line(optimality: Optimality, fast: str) -> str:

@@ -115,7 +115,9 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         (1 + the number of nodes that read it in the graph). ``budget_ms`` and
         ``objective`` may also be set on the instance before it plans.
         ``last_result`` is the core's answer to the last ``plan()`` call (its
-        ``strategy`` says how ``"best"`` found its plan), None before the first."""
+        ``strategy`` says how ``"best"`` found its plan), None before the first;
+        ``last_kept`` what that call kept in memory 1 (in ``kept_bound``'s terms), and
+        ``calls`` how many calls placed at least one spec."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
         check_choice("occupancy", occupancy, OCCUPANCIES)
@@ -124,6 +126,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         check_choice("objective", objective, OBJECTIVES)
         self.objective = objective
         self.last_result: PlanResult | None = None
+        self.last_kept = 0  # last_result's weight in memory 1 (see plan())
+        self.calls = 0  # plan() calls that placed at least one spec
         super().__init__(memory_config, *args, **kwargs)
 
     def plan(
@@ -186,6 +190,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         alignments = as_int64(
             "memory_config.memory_alignments", self.memory_config.memory_alignments
         )
+        weights = self._weights(specs, read.sizes, graph_module)
         try:
             result = plan_prepared(
                 self.algorithm,
@@ -207,7 +212,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 True,
                 self.occupancy,
                 check_budget_ms(self.budget_ms),
-                weights=self._weights(specs, read.sizes, graph_module),
+                weights=weights,
             )
         except PlanningError as error:
             failure = MemoryPlanningAlgoFailure(
@@ -217,6 +222,12 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             failure.spec = specs[error.tensor_index]  # the one that fits nowhere
             raise failure from error
         self.last_result = result
+        if specs:  # Cadence's pass also calls with no specs: those place nothing.
+            self.calls += 1
+        # What memory 1 keeps of this call's tensors, in kept_bound's terms (bytes, or the
+        # objective's weights): the report's "keeps X; at most kept_bound".
+        kept_weights = read.sizes if weights is None else weights
+        self.last_kept = int(kept_weights[result.mem_ids == 1].sum(dtype=object))
 
         set_column(specs, "mem_id", result.mem_ids.tolist())
         set_column(specs, "mem_offset", result.offsets.tolist())

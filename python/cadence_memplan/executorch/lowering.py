@@ -127,6 +127,9 @@ class LoweredPlan:
     node_names: list[str]
     timings: dict[str, float] = field(default_factory=dict)
     strategy: str | None = None  # how "best" found its plan (PlanResult.strategy)
+    # (kept in memory 1, kept_bound) of "best"'s one placer call on a hierarchy, else None
+    # (with several calls, no one bound covers the program).
+    kept: tuple[int, int] | None = None
 
 
 def program_table(
@@ -240,7 +243,10 @@ def lower_and_plan(
     }
     result = getattr(pass_.algo, "last_result", None)  # ours only
     strategy = None if result is None else result.strategy
-    return LoweredPlan(program, table, node_names, timings, strategy)
+    kept = None
+    if result is not None and result.kept_bound is not None and pass_.algo.calls == 1:
+        kept = (pass_.algo.last_kept, result.kept_bound)
+    return LoweredPlan(program, table, node_names, timings, strategy, kept)
 
 
 def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:
