@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "cadence_memplan"
+import cadence_memplan
+
+# The package as imported: the source tree in a checkout, site-packages for a wheel.
+PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 
 
 def _is_private(name: str) -> bool:
@@ -65,6 +68,7 @@ def private_imports(path: Path, source: str, package: Path = PACKAGE) -> list[st
 
 
 def test_no_module_imports_another_modules_private_names() -> None:
+    assert (PACKAGE / "api.py").exists(), f"no package source at {PACKAGE}"
     offenders = {
         str(path.relative_to(PACKAGE)): found
         for path in sorted(PACKAGE.rglob("*.py"))

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "cadence_memplan"
+import cadence_memplan
+
+# The package as imported: the source tree in a checkout, site-packages for a wheel.
+PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 BOUNDARY = PACKAGE / "executorch" / "_upstream.py"
 UPSTREAM = ("executorch", "torch")
 # Private by name, public by contract: namedtuple's API and argparse's option table.
