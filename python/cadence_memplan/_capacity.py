@@ -33,6 +33,7 @@ import numpy.typing as npt
 from . import _core
 from ._selection import CapacitySelection, Selection
 from ._types import Preplaced
+from .stats import peak_live_bytes
 
 __all__ = ["CapacityPlan", "plan_capacity_first"]
 
@@ -55,16 +56,19 @@ _MIN_ROUND_MS = 20.0
 # 0.7 M nonzeros on pangu_2.6B, docs/quality.md); a program that would take more than
 # its share of the budget to build is not built.
 _BUILD_SECONDS_PER_NONZERO = 1.5e-6
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
 class CapacityPlan:
     """The core's best plan and ``kept_bound``, proved: no valid plan keeps more weight in
     memory 1 (the integer program's bound, or, when it was too large to build, the
-    live-bytes bound)."""
+    live-bytes bound); ``memory1_proved_full`` when the plan spills and keeps that much."""
 
     output: _core.PlanOutput
     kept_bound: int
+    # Bytes lie outside memory 1 and it keeps kept_bound: no valid plan keeps more there.
+    memory1_proved_full: bool
 
 
 def _outside_costs(
@@ -107,13 +111,13 @@ def plan_capacity_first(
     takes_room = may_use_memory1 & (sizes > 0) & (starts <= ends)
     lightest = int(weights[takes_room].min()) if takes_room.any() else 0
     no_selection = np.zeros(0, dtype=np.int64)
-    if not in_memory1.any() and _peak_units(starts, ends, sizes, takes_room, alignment) <= (
-        capacity // alignment
-    ):
+    units = -(-sizes[takes_room] // alignment)  # Each tensor's aligned size, in units.
+    peak_units = peak_live_bytes(starts[takes_room], ends[takes_room], units)
+    if not in_memory1.any() and peak_units <= capacity // alignment:
         # Nothing can be over memory 1 at any instant: everything allowed may fit, which
         # the core's fit first asks; nothing less than all of it is proved.
         output = core_plan(no_selection, max(0.0, left_ms()))
-        return CapacityPlan(output, _bound_after_core(total, output, total, lightest))
+        return _finish(output, _bound_after_core(total, output, total, lightest), sizes, weights)
     selector = CapacitySelection(
         starts,
         ends,
@@ -141,7 +145,7 @@ def plan_capacity_first(
             if first is None
             else first.bound
         )
-        return CapacityPlan(output, _bound_after_core(bound, output, total, lightest))
+        return _finish(output, _bound_after_core(bound, output, total, lightest), sizes, weights)
 
     memory_count = len(memory_sizes)
     best: _core.PlanOutput | None = None
@@ -188,26 +192,19 @@ def plan_capacity_first(
     if best is None:  # No choice was planned (a solve found none): the core alone.
         best = core_plan(no_selection, max(0.0, left_ms()))
     proved = total if selector.bound is None else selector.bound
-    return CapacityPlan(best, _bound_after_core(proved, best, total, lightest))
+    return _finish(best, _bound_after_core(proved, best, total, lightest), sizes, weights)
+
+
+def _finish(
+    output: _core.PlanOutput, bound: int, sizes: IntArray, weights: IntArray
+) -> CapacityPlan:
+    spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
+    return CapacityPlan(output, bound, spills and _kept(output, weights) >= bound)
 
 
 def _kept(output: _core.PlanOutput, weights: IntArray) -> int:
     """The weight a plan keeps in memory 1."""
     return int(weights[np.asarray(output.mem_ids) == 1].sum(dtype=object))
-
-
-def _peak_units(
-    starts: IntArray, ends: IntArray, sizes: IntArray, alive: npt.NDArray[np.bool_], alignment: int
-) -> int:
-    """The most units of ``alignment`` alive at once among the ``alive`` tensors (each
-    rounded up to whole units)."""
-    if not alive.any():
-        return 0
-    units = -(-sizes[alive] // alignment)
-    times = np.concatenate([starts[alive], ends[alive] + 1])
-    deltas = np.concatenate([units, -units])
-    order = np.lexsort((deltas, times))  # At one time, ends first.
-    return int(np.cumsum(deltas[order], dtype=np.float64).max())
 
 
 def _bound_after_core(bound: int, output: _core.PlanOutput, total: int, lightest: int) -> int:
@@ -255,11 +252,10 @@ def _live_bytes_bound(
             point, group = end, []
         group.append((size, weight))
     bound += _fractional_knapsack(group, capacity)
-    if np.array_equal(weights, sizes):
-        times = np.concatenate([starts[alive], ends[alive] + 1])
-        deltas = np.concatenate([sizes[alive], -sizes[alive]]).astype(object)
-        order = np.lexsort((deltas.astype(np.float64), times))  # At one time, ends first.
-        bound = min(bound, total - max(0, int(np.cumsum(deltas[order]).max()) - capacity))
+    # stats' live bytes sum in int64: exact while all the candidates' bytes are.
+    if np.array_equal(weights, sizes) and total <= _INT64_MAX:
+        peak = peak_live_bytes(starts[alive], ends[alive], sizes[alive])
+        bound = min(bound, total - max(0, peak - capacity))
     return bound
 
 

@@ -115,6 +115,10 @@ def plan_prepared(
     tensor, for ``"best"`` only. The core checks every value again and raises
     ValueError or :class:`PlanningError` (its message states the peak-live bound)."""
     tensor_weights = _EMPTY if weights is None else weights
+    # Converted once: the capacity-first loop may call the core several times.
+    placed_starts, placed_ends, placed_sizes, placed_mem_ids, placed_offsets = (
+        np.asarray(column, dtype=np.int64) for column in preplaced
+    )
 
     def core_plan(keep_in_memory1: npt.NDArray[np.int64], budget: float) -> _core.PlanOutput:
         return _core.plan(
@@ -126,11 +130,11 @@ def plan_prepared(
             memory_alignments=memory_alignments,
             blocked=blocked,
             allowed=allowed,
-            placed_starts=np.asarray(preplaced.starts, dtype=np.int64),
-            placed_ends=np.asarray(preplaced.ends, dtype=np.int64),
-            placed_sizes=np.asarray(preplaced.sizes, dtype=np.int64),
-            placed_mem_ids=np.asarray(preplaced.mem_ids, dtype=np.int64),
-            placed_offsets=np.asarray(preplaced.offsets, dtype=np.int64),
+            placed_starts=placed_starts,
+            placed_ends=placed_ends,
+            placed_sizes=placed_sizes,
+            placed_mem_ids=placed_mem_ids,
+            placed_offsets=placed_offsets,
             incoming_offsets=incoming_offsets,
             keep_incoming_offset=keep_incoming_offset,
             occupancy=occupancy,
@@ -159,11 +163,7 @@ def plan_prepared(
         )
         core = capacity_plan.output
         kept_bound = capacity_plan.kept_bound
-        if not core.proved_optimal:
-            in_memory1 = np.asarray(core.mem_ids) == 1
-            kept = int((sizes if weights is None else weights)[in_memory1].sum(dtype=object))
-            outside = int(sizes[~in_memory1].sum(dtype=object))
-            proved_optimal = outside > 0 and kept >= kept_bound
+        proved_optimal = capacity_plan.memory1_proved_full
     else:
         core = core_plan(_EMPTY, budget_ms)
     return PlanResult(
