@@ -36,11 +36,11 @@ from executorch.backends.cadence.aot.memory_planning import (
 )
 from executorch.exir import to_edge
 
-import cadence_memplan.executorch.sweep as sweep_module
+import cadence_memplan.cadence.sweep as sweep_module
 from cadence_memplan.analysis.sweep import parse_sweep_sizes
-from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-from cadence_memplan.executorch.lowering import lower_and_plan
-from cadence_memplan.executorch.sweep import PLANNING_FAILURES, Replanner
+from cadence_memplan.cadence.lowering import lower_and_plan
+from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
+from cadence_memplan.cadence.sweep import PLANNING_FAILURES, Replanner
 from cadence_memplan.io import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec
 from cadence_memplan.models import build_model
 from cadence_memplan.stats import TensorTable

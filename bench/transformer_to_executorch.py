@@ -38,8 +38,8 @@ from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
 import cadence_memplan
-from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
-from cadence_memplan.executorch.lowering import TimedPlanning, export_model, lower_exported
+from cadence_memplan.cadence.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.cadence.lowering import TimedPlanning, export_model, lower_exported
 from cadence_memplan.models import build_model
 
 __all__ = ["main"]

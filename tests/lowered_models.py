@@ -23,8 +23,8 @@ from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan
-from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.cadence.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
 from cadence_memplan.models import build_model
 
 compiler = import_cadence_compiler()

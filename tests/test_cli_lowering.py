@@ -28,9 +28,9 @@ from executorch.exir import ExecutorchBackendConfig, to_edge
 
 import cadence_memplan
 from cadence_memplan import ALGORITHMS
+from cadence_memplan.cadence.compiler import import_cadence_compiler
+from cadence_memplan.cadence.lowering import memory_config
 from cadence_memplan.cli import main
-from cadence_memplan.executorch.compiler import import_cadence_compiler
-from cadence_memplan.executorch.lowering import memory_config
 from cadence_memplan.io import DEFAULT_MEMORY_SPEC, parse_memory_spec
 from cadence_memplan.models import build_model
 

@@ -57,7 +57,7 @@ from lowered_models import (
 )
 
 import cadence_memplan
-from cadence_memplan.executorch.cadence import (
+from cadence_memplan.cadence.memory_planning import (
     CadenceMemoryPlanning,
     greedy_by_size_for_offset_calculation_with_hierarchy,
     position_based_greedy_with_hierarchy,

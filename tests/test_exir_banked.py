@@ -60,7 +60,7 @@ def check_banked(case: BankedCase) -> Planned | Raised:
     exir's outcome."""
     specs = build_specs(case.greedy.specs)
     exir = run_banked(ExirBankedGreedy, case, specs)
-    for search in cadence_memplan.exir.OBJECT_SEARCHES:
+    for search in cadence_memplan.OCCUPANCIES:
         banked = functools.partial(cadence_memplan.exir.BankedGreedy, occupancy=search)
         assert_same_outcome(exir, run_banked(banked, case, specs), case)
     return exir

@@ -60,7 +60,7 @@ def check_greedy(case: GreedyCase) -> Planned | Raised:
     output-sensitive one and the naive scan); returns exir's outcome."""
     specs = build_specs(case.specs)
     exir = run_greedy(exir_greedy, case, specs)
-    for search in cadence_memplan.exir.OBJECT_SEARCHES:
+    for search in cadence_memplan.OCCUPANCIES:
         ours = run_greedy(
             functools.partial(cadence_memplan.exir.greedy, occupancy=search), case, specs
         )
@@ -267,7 +267,7 @@ def our_verify_outcomes(specs, allow: bool) -> list:  # type: ignore[no-untyped-
             specs,
             allow,
         )
-        for search in cadence_memplan.exir.OBJECT_SEARCHES
+        for search in cadence_memplan.OCCUPANCIES
     ]
 
 
@@ -354,10 +354,10 @@ def test_verify_storage_reuse_named_errors() -> None:
 
 
 def test_an_untested_executorch_runs_exirs_own_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Outside the tested executorch range (executorch/_upstream.py) ``greedy`` hands every
+    """Outside the tested executorch range (_boundary/upstream.py) ``greedy`` hands every
     input to exir's own function, so the result is exir's and the core is never asked."""
     from cadence_memplan import api
-    from cadence_memplan.executorch import _upstream
+    from cadence_memplan._boundary import upstream as _upstream
     from cadence_memplan.exir import planners
 
     calls: list[int] = []

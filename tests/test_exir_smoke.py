@@ -23,6 +23,7 @@ from executorch.exir.memory_planning import Verifier
 from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import TensorSpec
 
+import cadence_memplan
 import cadence_memplan.exir as ours
 
 pytestmark = pytest.mark.executorch
@@ -70,7 +71,7 @@ def _outcome(planner: Any, specs: list[TensorSpec], extra_padding: int, **kwargs
     return placements, result.bufsizes, [spec.alignment for spec in specs]
 
 
-@pytest.mark.parametrize("occupancy", ours.OBJECT_SEARCHES)
+@pytest.mark.parametrize("occupancy", cadence_memplan.OCCUPANCIES)
 def test_greedy_matches_exir(occupancy: str) -> None:
     outcomes = set()
     for seed in range(150):
@@ -92,7 +93,7 @@ def test_greedy_matches_exir(occupancy: str) -> None:
     assert {"ok", AssertionError} <= outcomes  # plans and exir's failures both compared
 
 
-@pytest.mark.parametrize("occupancy", ours.OBJECT_SEARCHES)
+@pytest.mark.parametrize("occupancy", cadence_memplan.OCCUPANCIES)
 def test_banked_greedy_matches_exir(occupancy: str) -> None:
     outcomes = set()
     for seed in range(150):
@@ -128,7 +129,7 @@ def _planned_graph_module(memory_planning_pass: MemoryPlanningPass) -> Any:
     return program, program.exported_program().graph_module
 
 
-@pytest.mark.parametrize("occupancy", ours.OBJECT_SEARCHES)
+@pytest.mark.parametrize("occupancy", cadence_memplan.OCCUPANCIES)
 def test_verify_storage_reuse_matches_exir(occupancy: str) -> None:
     program, graph_module = _planned_graph_module(ours.memory_planning_pass())
     verifier = Verifier(graph_module, True, True, True, program.exported_program().graph_signature)

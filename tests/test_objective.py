@@ -20,8 +20,8 @@ from lowered_models import (
     to_executorch,
 )
 
-from cadence_memplan.executorch.algorithms import BestOfHierarchy, spec_readers
-from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
+from cadence_memplan.cadence.algorithms import BestOfHierarchy, spec_readers
+from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
 
 pytestmark = pytest.mark.executorch
 MODEL = "transformer_encoder"

@@ -4,7 +4,7 @@ Every entry point of Cadence's compiler that ends in a program gives the same ``
 bytes with the switch on and off, and with it on the C++ core is called (counted, so the
 test fails if the patch did nothing) while with it off it is not. ``unpatch_cadence``
 puts upstream's exact objects back; both are idempotent; ``CADENCE_MEMPLAN_ALGO`` and
-the keyword choose ``best``; ``python -m cadence_memplan.patch`` runs a script unchanged.
+the keyword choose ``best``; ``python -m cadence_memplan.cadence.patch`` runs a script unchanged.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from executorch.exir import EdgeProgramManager, ExecutorchProgramManager
 
 import cadence_memplan
 from cadence_memplan import _core
-from cadence_memplan.executorch import patching, reports
-from cadence_memplan.executorch.compiler import cadence_backend_config, import_cadence_compiler
+from cadence_memplan.cadence import patching, reports
+from cadence_memplan.cadence.compiler import cadence_backend_config, import_cadence_compiler
 from cadence_memplan.models import build_model
 
 pytestmark = pytest.mark.executorch
@@ -309,7 +309,7 @@ def test_the_patch_makes_cadences_compiler_importable() -> None:
         f" {IMPORT_COMPILER}; print(compiler.CadenceMemoryPlanning.__module__)",
     )
     assert patched.returncode == 0, patched.stderr
-    assert patched.stdout.split() == ["cadence_memplan.executorch.cadence"]
+    assert patched.stdout.split() == ["cadence_memplan.cadence.memory_planning"]
 
 
 TOOLCHAIN_SCRIPT = """\
@@ -338,13 +338,13 @@ def test_runner_runs_an_unchanged_script(tmp_path: Path) -> None:
     script = tmp_path / "toolchain.py"
     script.write_text(TOOLCHAIN_SCRIPT)
     pte = tmp_path / "model.pte"
-    result = python("-m", "cadence_memplan.patch", script, pte, "3", "--flag")
+    result = python("-m", "cadence_memplan.cadence.patch", script, pte, "3", "--flag")
     assert result.returncode == 3, result.stderr
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     assert lines["argv"] == repr([str(pte), "3", "--flag"])
     assert lines["file"] == str(script)
     assert lines["path0"] == str(tmp_path)
-    assert lines["planner"] == "cadence_memplan.executorch.cadence CadenceMemoryPlanning"
+    assert lines["planner"] == "cadence_memplan.cadence.memory_planning CadenceMemoryPlanning"
     # The program upstream's planner gives, from this process, unpatched.
     expected = compiler.export_to_executorch_gen_etrecord(*mlp(), mem_algo=1).buffer
     assert pte.read_bytes() == expected
@@ -360,10 +360,10 @@ def test_runner_takes_the_environment_and_refuses_a_bad_value(tmp_path: Path) ->
             """
         )
     )
-    best = python("-m", "cadence_memplan.patch", script, CADENCE_MEMPLAN_ALGO="best")
+    best = python("-m", "cadence_memplan.cadence.patch", script, CADENCE_MEMPLAN_ALGO="best")
     assert best.returncode == 0, best.stderr
     assert best.stdout.strip() == "BestCadenceMemoryPlanning"
-    bad = python("-m", "cadence_memplan.patch", script, CADENCE_MEMPLAN_ALGO="fast")
+    bad = python("-m", "cadence_memplan.cadence.patch", script, CADENCE_MEMPLAN_ALGO="fast")
     assert bad.returncode == 2
     assert "CADENCE_MEMPLAN_ALGO='fast': expected 'best'" in bad.stderr.strip().splitlines()[-1]
     assert not bad.stdout  # the script never ran
@@ -374,7 +374,15 @@ def test_runner_runs_a_module_and_explains_its_usage(tmp_path: Path) -> None:
         "import sys\nprint(__name__, sys.argv[1:])\nsys.exit(5)\n"
     )
     module = subprocess.run(
-        [sys.executable, "-m", "cadence_memplan.patch", "-m", "toolchain_module", "a", "-b"],
+        [
+            sys.executable,
+            "-m",
+            "cadence_memplan.cadence.patch",
+            "-m",
+            "toolchain_module",
+            "a",
+            "-b",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -383,12 +391,12 @@ def test_runner_runs_a_module_and_explains_its_usage(tmp_path: Path) -> None:
     )
     assert module.returncode == 5, module.stderr
     assert module.stdout.strip() == "__main__ ['a', '-b']"
-    nothing = python("-m", "cadence_memplan.patch")
+    nothing = python("-m", "cadence_memplan.cadence.patch")
     assert nothing.returncode == 2
     assert "give a SCRIPT to run, or -m MODULE" in nothing.stderr
-    missing = python("-m", "cadence_memplan.patch", tmp_path / "absent.py")
+    missing = python("-m", "cadence_memplan.cadence.patch", tmp_path / "absent.py")
     assert missing.returncode == 2
     assert "no such file" in missing.stderr
-    helped = python("-m", "cadence_memplan.patch", "--help")
+    helped = python("-m", "cadence_memplan.cadence.patch", "--help")
     assert helped.returncode == 0
     assert "CADENCE_MEMPLAN_ALGO=best" in helped.stdout

@@ -1,4 +1,4 @@
-"""The memory-planning pass around the placer (executorch/planning_pass.py, graph_code.py).
+"""The memory-planning pass around the placer (cadence/planning_pass.py, graph_code.py).
 
 Our ``CadenceMemoryPlanning.run`` cuts what upstream's pass wraps around ``plan()``; these
 tests hold it to upstream's: the same ``.pte`` bytes on the zoo's models (both lowerings,
@@ -43,10 +43,11 @@ from executorch.exir.memory_planning import (
 from executorch.exir.tensor import TensorSpec
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
-from cadence_memplan.executorch import _upstream, cadence, graph_code
-from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-from cadence_memplan.executorch.lowering import backend_config, export_model, lower_exported
-from cadence_memplan.executorch.planning_pass import (
+from cadence_memplan._boundary import upstream as _upstream
+from cadence_memplan.cadence import graph_code, memory_planning
+from cadence_memplan.cadence.lowering import backend_config, export_model, lower_exported
+from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
+from cadence_memplan.cadence.planning_pass import (
     has_control_flow,
     signature_with_maps,
     update_lifetimes,
@@ -132,13 +133,13 @@ def test_same_program_as_upstreams_pass(
 ) -> None:
     name, lowering = case
     fast_runs: list[int] = []
-    fast_path = cadence.plan_single_graph
+    fast_path = memory_planning.plan_single_graph
 
     def counted(*args: Any) -> None:
         fast_runs.append(1)
         fast_path(*args)
 
-    monkeypatch.setattr(cadence, "plan_single_graph", counted)
+    monkeypatch.setattr(memory_planning, "plan_single_graph", counted)
     programs = {}
     for label, planner in (
         ("upstream", UpstreamCadenceMemoryPlanning),
@@ -191,7 +192,7 @@ def test_an_untested_executorch_runs_upstreams_own_pass(
 
     monkeypatch.setattr(_upstream, "_SUPPORTED", False)
     for name in ("plan_single_graph", "deferred_recompile", "views_checked_once"):
-        monkeypatch.setattr(cadence, name, never)
+        monkeypatch.setattr(memory_planning, name, never)
     name, lowering = CASES[0]
     programs = {}
     for label, planner in (

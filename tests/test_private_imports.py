@@ -2,7 +2,7 @@
 
 A name with a leading underscore belongs to its module. What several modules share is
 public in the module that owns it: the TensorSpec boundary
-(``executorch/_tensorspecs.py``), upstream's private names (``executorch/_upstream.py``),
+(``_boundary/tensorspecs.py``), upstream's private names (``_boundary/upstream.py``),
 the array API's vocabulary (``_types.py``, ``_validation.py``). Importing a private
 module itself (``from . import _core``) is allowed; importing ``_x`` out of one is not.
 """
@@ -87,7 +87,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
     ],
 )
 def test_the_check_finds_private_imports(source: str) -> None:
-    path = PACKAGE / "executorch" / "algorithms.py"
+    path = PACKAGE / "cadence" / "algorithms.py"
     assert private_imports(path, source) != []
 
 
@@ -95,14 +95,14 @@ def test_the_check_finds_private_imports(source: str) -> None:
     "source",
     [
         "from . import _core",
-        "from . import _upstream as upstream",
-        "from ._tensorspecs import NotExact, read_exir_specs",
+        "from .. import _boundary",
+        "from .._boundary.tensorspecs import NotExact, read_exir_specs",
         "from executorch.exir.memory_planning import greedy",
         "from .._types import PlanningError",
     ],
 )
 def test_the_check_passes_public_names_and_private_modules(source: str) -> None:
-    path = PACKAGE / "executorch" / "algorithms.py"
+    path = PACKAGE / "cadence" / "algorithms.py"
     if "_core" in source:
         path = PACKAGE / "api.py"
     assert private_imports(path, source) == []

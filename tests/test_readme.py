@@ -50,13 +50,13 @@ def needs_executorch(code: str) -> bool:
 )
 def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
     """Each snippet runs as a script; one whose first line names a file (``# toolchain.py``)
-    is that file, run the way its page says: under ``python -m cadence_memplan.patch``."""
+    is that file, run the way its page says: under ``python -m cadence_memplan.cadence.patch``."""
     command = [sys.executable, "-c", code]
     first_line = code.splitlines()[0]
     if re.fullmatch(r"# \w+\.py", first_line):
         script = tmp_path / first_line[2:]
         script.write_text(code)
-        command = [sys.executable, "-m", "cadence_memplan.patch", script.name, "out.pte"]
+        command = [sys.executable, "-m", "cadence_memplan.cadence.patch", script.name, "out.pte"]
     result = subprocess.run(
         command,
         cwd=tmp_path,

@@ -28,8 +28,8 @@ from executorch.exir.tensor import TensorSpec
 from lowered_models import PLANNERS, edge_program, memory_config_for, plan_model
 
 from cadence_memplan import stats
-from cadence_memplan.executorch import reports
-from cadence_memplan.executorch.lowering import program_table
+from cadence_memplan.cadence import reports
+from cadence_memplan.cadence.lowering import program_table
 
 pytestmark = pytest.mark.executorch
 

@@ -290,9 +290,9 @@ def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
     from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
     from executorch.exir import to_edge
 
-    from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-    from cadence_memplan.executorch.lowering import lower_and_plan
-    from cadence_memplan.executorch.sweep import PLANNING_FAILURES, Replanner
+    from cadence_memplan.cadence.lowering import lower_and_plan
+    from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
+    from cadence_memplan.cadence.sweep import PLANNING_FAILURES, Replanner
     from cadence_memplan.models import build_model
 
     model, inputs = build_model("cnn", image=8)

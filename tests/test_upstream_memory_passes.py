@@ -33,9 +33,9 @@ from executorch.backends.cadence.aot import memory_planning as upstream_memory_p
 
 import cadence_memplan
 from cadence_memplan import _core
-from cadence_memplan.executorch import reports
-from cadence_memplan.executorch.cadence import CadenceMemoryPlanning
-from cadence_memplan.executorch.compiler import import_cadence_compiler
+from cadence_memplan.cadence import reports
+from cadence_memplan.cadence.compiler import import_cadence_compiler
+from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
 
 pytestmark = pytest.mark.executorch
 

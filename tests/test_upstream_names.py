@@ -1,4 +1,4 @@
-"""Every private name of executorch and torch goes through executorch/_upstream.py.
+"""Every private name of executorch and torch goes through _boundary/upstream.py.
 
 The package's modules are read as source (numpy-only: nothing is imported). A private
 upstream name is an import of ``_x`` (or from a ``_x`` module) of executorch or torch, an
@@ -20,7 +20,7 @@ import cadence_memplan
 
 # The package as imported: the source tree in a checkout, site-packages for a wheel.
 PACKAGE = Path(cadence_memplan.__file__).resolve().parent
-BOUNDARY = PACKAGE / "executorch" / "_upstream.py"
+BOUNDARY = PACKAGE / "_boundary" / "upstream.py"
 UPSTREAM = ("executorch", "torch")
 # Private by name, public by contract: namedtuple's API and argparse's option table.
 STANDARD = frozenset({"_fields", "_replace", "_asdict", "_make", "_option_string_actions"})

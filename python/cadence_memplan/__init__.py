@@ -23,14 +23,14 @@ from ._validation import MAX_MEMORIES
 from .api import plan, validate
 
 if _TYPE_CHECKING:
-    from .executorch.algorithms import (
+    from .cadence.algorithms import (
         BestOfHierarchy,
         GreedyWithHeuristic,
         PositionBasedGreedyWithHierarchy,
     )
-    from .executorch.cadence import CadenceMemoryPlanning
-    from .executorch.patching import patch_cadence, unpatch_cadence
-    from .executorch.reports import print_memory_planning_info
+    from .cadence.memory_planning import CadenceMemoryPlanning
+    from .cadence.patching import patch_cadence, unpatch_cadence
+    from .cadence.reports import print_memory_planning_info
 
 __version__ = _version("cadence-memplan")
 
@@ -57,11 +57,11 @@ __all__ = [
 ]
 
 # Names that need executorch, by the module that defines them; imported on first use.
-_EXECUTORCH_NAMES = {
+_CADENCE_NAMES = {
     "BestOfHierarchy": "algorithms",
     "GreedyWithHeuristic": "algorithms",
     "PositionBasedGreedyWithHierarchy": "algorithms",
-    "CadenceMemoryPlanning": "cadence",
+    "CadenceMemoryPlanning": "memory_planning",
     "patch_cadence": "patching",
     "unpatch_cadence": "patching",
     "print_memory_planning_info": "reports",
@@ -69,10 +69,10 @@ _EXECUTORCH_NAMES = {
 
 
 def __getattr__(name: str) -> object:
-    if name in _EXECUTORCH_NAMES:
+    if name in _CADENCE_NAMES:
         from importlib import import_module
 
-        return getattr(import_module(f"{__name__}.executorch.{_EXECUTORCH_NAMES[name]}"), name)
+        return getattr(import_module(f"{__name__}.cadence.{_CADENCE_NAMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

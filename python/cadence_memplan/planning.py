@@ -169,7 +169,7 @@ def load_input(
     """Read an input, or export (or load) a model and lower it with ``lowering``
     ("cadence" or "exir"; arrays ignore it). Raises :class:`InputError` or
     :class:`LoweringError`."""
-    from .executorch import LOWERINGS
+    from .cadence import LOWERINGS
 
     if lowering not in LOWERINGS:
         raise ValueError(f"lowering must be one of {LOWERINGS}, got {lowering!r}")
@@ -198,7 +198,7 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
         import torch
 
-        from .executorch.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
+        from .cadence.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
     except ImportError as error:
         raise InputError(
             f"planning models needs torch and executorch ({error}); install them with"
@@ -296,8 +296,8 @@ def plan_input(
             kept_bound=result.kept_bound if best else None,
             kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
         )  # fmt: skip
-    from .executorch.cadence import CadenceMemoryPlanning
-    from .executorch.lowering import lower_and_plan
+    from .cadence.lowering import lower_and_plan
+    from .cadence.memory_planning import CadenceMemoryPlanning
 
     progress("planning memory in to_executorch with our CadenceMemoryPlanning")
     with _model_failures():
@@ -364,7 +364,7 @@ def _arrays_failure(loaded: LoadedInput, error: PlanningError) -> DoesNotFit:
 def _model_failures() -> Iterator[None]:
     """Our placers' failure in a model (and upstream's MemoryError for a pinned spec)
     raised as :class:`DoesNotFit`, naming the tensor by dtype and shape."""
-    from .executorch.sweep import PLANNING_FAILURES
+    from .cadence.sweep import PLANNING_FAILURES
 
     try:
         yield
@@ -438,7 +438,7 @@ def upstream_placer_plans(
             else:
                 plans.append(UpstreamPlan(algorithm, rival.table, rival.placer_seconds))
         return plans
-    from .executorch.sweep import PLANNING_FAILURES, Replanner
+    from .cadence.sweep import PLANNING_FAILURES, Replanner
 
     progress("planning again with upstream's two placers, to show what best changed")
     try:
@@ -491,7 +491,7 @@ def compare_with_upstream(
         CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
     )
 
-    from .executorch.lowering import lower_and_plan
+    from .cadence.lowering import lower_and_plan
 
     progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
     theirs = lower_and_plan(
@@ -580,7 +580,7 @@ def _model_planner(
     progress: Progress,
 ) -> Callable[[Sequence[Memory]], Planned | str]:
     """Lower the model once; ``plan_at`` re-runs only its memory planning."""
-    from .executorch.sweep import PLANNING_FAILURES, Replanner
+    from .cadence.sweep import PLANNING_FAILURES, Replanner
 
     progress("lowering once with to_executorch (the largest size)")
     largest = list(memories)

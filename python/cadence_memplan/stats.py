@@ -1,6 +1,6 @@
 """Memory-use figures of a finished plan, on numpy arrays; and which tensors share storage.
 
-Shared by the reports on TensorSpecs (:mod:`cadence_memplan.executorch.reports`), the
+Shared by the reports on TensorSpecs (:mod:`cadence_memplan.cadence.reports`), the
 command line (which also works on MiniMalloc instances with numpy alone) and the array
 API's failure message. Lifetimes are inclusive ``[start, end]``; one with start > end is
 never alive. Nothing here imports torch or executorch.
@@ -8,7 +8,6 @@ never alive. Nothing here imports torch or executorch.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,14 +20,12 @@ __all__ = [
     "format_bytes",
     "live_bytes_changes",
     "memory_stats",
-    "op_name",
     "overall_peak",
     "peak_live_bytes",
     "peak_live_bytes_per_memory",
     "peak_live_node_per_memory",
     "peak_usage_over_time",
     "peak_usage_per_memory",
-    "storage_sharing_spec_ids",
     "summed_sizes_per_memory",
 ]
 
@@ -43,50 +40,6 @@ def format_bytes(count: int) -> str:
     return f"{count} B"
 
 
-# --------------------------------------------------------------------------- shares storage
-#
-# The one definition of "shares storage on purpose". Cadence's memory constraints
-# (executorch/backends/cadence/aot/memory_constraints.py) place these ops' tensors inside
-# another tensor's storage: a slice/select nop's output, an idma_wait's output and a
-# memory.view's output lie inside their input; a cat nop's inputs lie inside its output.
-# Such a tensor overlaps its source by design, so the validator and the peak-live lower
-# bound leave it out (counting it would count the same bytes twice).
-_OUTPUT_INSIDE_INPUT = frozenset(
-    {
-        "aten._slice_copy_nop.Tensor_out",
-        "aten._select_copy_nop.int_out",
-        "cadence.idma_wait.out",
-        "executorch.exir.memory.view",
-    }
-)
-_INPUTS_INSIDE_OUTPUT = frozenset({"aten._cat_nop.out"})
-
-
-def op_name(target: object) -> str:
-    """A node target's name as ``namespace.op.overload`` (module.function for Python ops)."""
-    if inspect.isfunction(target):  # memory.view and other plain Python ops
-        return f"{target.__module__}.{target.__qualname__}"
-    return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
-
-
-def storage_sharing_spec_ids(graph_module: object) -> set[int]:
-    """``id()`` of every TensorSpec in a planned graph that lies inside another's storage.
-
-    Reads only ``graph_module.graph.nodes`` (op, target, args, meta["spec"]).
-    """
-    shared: set[int] = set()
-    for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
-        if node.op != "call_function":
-            continue
-        name = op_name(node.target)
-        if name in _OUTPUT_INSIDE_INPUT:
-            shared.add(id(node.meta.get("spec")))
-        elif name in _INPUTS_INSIDE_OUTPUT:
-            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
-            shared.update(id(arg.meta.get("spec")) for arg in inputs)
-    return shared
-
-
 # --------------------------------------------------------------------------- the table
 
 
@@ -96,7 +49,7 @@ class TensorTable:
 
     ``labels`` name the rows in messages and plan files (node names, CSV ids, or the
     TensorSpecs themselves). ``shares_storage`` marks rows that lie inside another row's
-    storage on purpose (:func:`storage_sharing_spec_ids`): plotted and written, left out
+    storage on purpose (Cadence's, :func:`cadence_memplan.cadence.storage_sharing.storage_sharing_spec_ids`): plotted and written, left out
     of the validator and the peak-live lower bound. A lifetime that is not known is stored
     as the empty ``[0, -1]``, which is never alive.
     """
@@ -280,7 +233,7 @@ def overall_peak(table: TensorTable, node_count: int | None = None) -> tuple[int
     counter): a row that lies inside another's storage (``shares_storage``) adds no bytes,
     since its bytes are its host's. Upstream's ``find_peak_memory_usage`` counts every
     row, so storage shared by Cadence's in-place ops counts twice there
-    (:mod:`cadence_memplan.executorch.reports` keeps upstream's figure).
+    (:mod:`cadence_memplan.cadence.reports` keeps upstream's figure).
     """
     own = ~table.shares_storage
     alive = own & (table.starts <= table.ends)

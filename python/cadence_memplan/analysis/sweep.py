@@ -4,7 +4,7 @@ and tabulate what each memory holds at each size (``cadence-memplan sweep``).
 It answers "how much fast memory keeps everything fast, and what spills at each size?".
 Planning is the caller's: ``plan_at(memories)`` returns the plan as a
 :class:`~cadence_memplan.stats.TensorTable`, or a short reason when it does not fit
-(:func:`arrays_planner` for arrays; ``cadence_memplan.executorch.sweep.Replanner`` for a
+(:func:`arrays_planner` for arrays; ``cadence_memplan.cadence.sweep.Replanner`` for a
 model lowered once).
 
 A memory's "sum of sizes" is its tensors' sizes added up over the whole graph (so it can

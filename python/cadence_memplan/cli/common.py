@@ -17,7 +17,7 @@ from typing import Any
 
 from .._types import ALGORITHMS
 from ..api import DEFAULT_BUDGET_MS
-from ..executorch import LOWERINGS
+from ..cadence import LOWERINGS
 from ..io.memories import (
     DEFAULT_MEMORY_SPEC,
     Memory,

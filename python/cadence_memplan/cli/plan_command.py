@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._types import OBJECTIVES
-from ..executorch import LOWERING_DESCRIPTIONS
+from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
@@ -255,7 +255,7 @@ def _print(
     print(f"plan check: {problem or 'valid'}")
     writers = None
     if ours.program is not None and (arguments.explain or arguments.trace):
-        from ..executorch.lowering import node_writers
+        from ..cadence.lowering import node_writers
 
         writers = node_writers(ours.program)
     names = TensorNames(table, ours.node_names, writers, half_open=csv_input)

@@ -18,7 +18,7 @@ from ..analysis.sweep import (
     sweep_table,
     write_sweep_csv,
 )
-from ..executorch import LOWERING_DESCRIPTIONS
+from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..models import DEFAULT_INPUT
 from ..planning import load_input, resolve_input, sweep_input

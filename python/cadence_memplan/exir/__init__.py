@@ -4,14 +4,12 @@ check, with exir's results, and ``best``, whose plans are never larger than ``gr
 docs/architecture.md maps the modules."""
 
 from .passes import memory_planning_pass
-from .planners import OBJECT_SEARCHES, BankedGreedy, ObjectSearch, greedy
+from .planners import BankedGreedy, greedy
 from .search import best
 from .verifier import verify_storage_reuse
 
 __all__ = [
-    "OBJECT_SEARCHES",
     "BankedGreedy",
-    "ObjectSearch",
     "best",
     "greedy",
     "memory_planning_pass",

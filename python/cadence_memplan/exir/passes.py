@@ -19,7 +19,8 @@ from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
-from .planners import ObjectSearch, greedy
+from .._types import Occupancy
+from .planners import greedy
 from .search import best
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 
@@ -47,7 +48,7 @@ def memory_planning_pass(
     alignment: int = ALIGNMENT,
     allow_overlapping_allocations: bool = True,
     verify_storage_reuse: bool = False,
-    occupancy: ObjectSearch = "auto",
+    occupancy: Occupancy = "auto",
     smallest: bool = False,
     **kwargs: Any,
 ) -> MemoryPlanningPass:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,8 +26,8 @@ from executorch.exir.memory_planning import MemoryAlgoResult
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
-from ..executorch import _upstream as upstream
-from ..executorch._tensorspecs import (
+from .._boundary import upstream
+from .._boundary.tensorspecs import (
     EXACT_LIMIT,
     ExirSpecs,
     NotExact,
@@ -39,24 +39,18 @@ from ..executorch._tensorspecs import (
     read_exir_specs,
     realign,
 )
+from .._types import OCCUPANCIES, Occupancy
+from .._validation import check_choice
 
-__all__ = ["OBJECT_SEARCHES", "BankedGreedy", "ObjectSearch", "greedy"]
+__all__ = ["BankedGreedy", "greedy"]
 
-ObjectSearch = Literal["auto", "interval", "tree", "scan"]
-# The placers' occupancy vocabulary (cadence_memplan.OCCUPANCIES), for shared objects:
-# "interval": the allocations alive with each tensor, listed from an index (few alive at
-# once); "tree": a tree over the shared objects finds the first free one (many alive at
-# once); "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the one its
-# lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
-OBJECT_SEARCHES: tuple[ObjectSearch, ...] = ("auto", "interval", "tree", "scan")
+# ``occupancy`` is the placers' vocabulary (cadence_memplan.OCCUPANCIES), for shared
+# objects: "interval": the allocations alive with each tensor, listed from an index (few
+# alive at once); "tree": a tree over the shared objects finds the first free one (many
+# alive at once); "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the
+# one its lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
 
 _logger = logging.getLogger(__name__)
-
-
-def check_object_search(occupancy: str) -> None:
-    """The one check of an ``occupancy`` argument, for the planners and the verifier."""
-    if occupancy not in OBJECT_SEARCHES:
-        raise ValueError(f"occupancy must be one of {OBJECT_SEARCHES}, got {occupancy!r}")
 
 
 def _bank_records(banks: list[exir_banked.Bank]) -> npt.NDArray[np.void]:
@@ -134,14 +128,14 @@ def greedy(
     extra_padding: int = 0,
     *,
     allow_overlapping_allocations: bool = True,
-    occupancy: ObjectSearch = "auto",
+    occupancy: Occupancy = "auto",
 ) -> MemoryAlgoResult:
     """exir's ``executorch.exir.memory_planning.greedy``, with the same result, side effects
     and exceptions, in time about linear in the number of specs.
 
     ``occupancy="scan"`` runs exir's loops over shared objects and allocations in C++ (the
     simplest correct port, for comparison); every choice gives the same result."""
-    check_object_search(occupancy)
+    check_choice("occupancy", occupancy, OCCUPANCIES)
     spec_list = list(specs)
     try:
         with gc_paused():
@@ -186,10 +180,10 @@ class BankedGreedy(exir_banked.BankedGreedy):
         target: exir_banked.TargetMemoryMap,
         allow_overlapping_allocations: bool = True,
         *,
-        occupancy: ObjectSearch = "auto",
+        occupancy: Occupancy = "auto",
     ) -> None:
         super().__init__(target, allow_overlapping_allocations)
-        check_object_search(occupancy)
+        check_choice("occupancy", occupancy, OCCUPANCIES)
         self.occupancy = occupancy
 
     def __call__(

@@ -40,9 +40,7 @@ from executorch.exir.memory_planning import MemoryAlgoResult
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
-from .._types import PlanningError
-from .._validation import check_budget_ms
-from ..executorch._tensorspecs import (
+from .._boundary.tensorspecs import (
     BYTE_LIMIT,
     EXACT_LIMIT,
     TIME_LIMIT,
@@ -54,6 +52,8 @@ from ..executorch._tensorspecs import (
     read_exir_specs,
     realign,
 )
+from .._types import PlanningError
+from .._validation import check_budget_ms
 from .planners import pack_exir_specs, raise_storage_error
 
 __all__ = ["best"]
@@ -148,7 +148,7 @@ def _search_memory(
 
 
 class _Replanned(NamedTuple):
-    """Greedy's packing with some memories planned again (_tensorspecs.Allocations)."""
+    """Greedy's packing with some memories planned again (tensorspecs.Allocations)."""
 
     visit_order: npt.NDArray[np.int64]
     mem_ids: npt.NDArray[np.int64]

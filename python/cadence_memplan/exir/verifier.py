@@ -22,9 +22,10 @@ from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
-from ..executorch import _upstream as upstream
-from ..executorch._tensorspecs import BYTE_LIMIT, NotExact
-from .planners import ObjectSearch, check_object_search
+from .._boundary import upstream
+from .._boundary.tensorspecs import BYTE_LIMIT, NotExact
+from .._types import OCCUPANCIES, Occupancy
+from .._validation import check_choice
 
 __all__ = ["verify_storage_reuse"]
 
@@ -128,12 +129,12 @@ def verify_storage_reuse(
     verifier: Verifier,
     allow_lifetime_and_storage_overlap: bool = False,
     *,
-    occupancy: ObjectSearch = "auto",
+    occupancy: Occupancy = "auto",
 ) -> int:
     """``verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap)``, fast: the
     number of spec pairs whose storage overlaps, or exir's ``InternalError`` for a pair it
     rejects. ``occupancy="scan"`` compares every pair in C++ (the naive baseline)."""
-    check_object_search(occupancy)
+    check_choice("occupancy", occupancy, OCCUPANCIES)
     if not upstream.fast_paths_supported():  # an untested executorch: exir's own loop
         return int(verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap))
     specs = _specs_of(verifier)

@@ -1,7 +1,7 @@
 """Run a Cadence toolchain script unchanged, with cadence_memplan planning its memory.
 
-    python -m cadence_memplan.patch SCRIPT [ARGS...]
-    python -m cadence_memplan.patch -m MODULE [ARGS...]
+    python -m cadence_memplan.cadence.patch SCRIPT [ARGS...]
+    python -m cadence_memplan.cadence.patch -m MODULE [ARGS...]
 
 Like ``python -m cProfile``: calls :func:`cadence_memplan.patch_cadence` (which reads
 ``CADENCE_MEMPLAN_ALGO``), then runs SCRIPT (or MODULE) as ``__main__``, with
@@ -18,31 +18,11 @@ import runpy
 import sys
 from collections.abc import Sequence
 
-__all__ = ["ALGORITHM_ENV", "PATCH_ALGORITHMS", "main", "resolve_patch_algorithm"]
+from . import resolve_patch_algorithm
 
-PROG = "python -m cadence_memplan.patch"
-ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
-# "mem_algo": every planner keeps its caller's mem_algo; "best": every planner uses best.
-PATCH_ALGORITHMS = ("mem_algo", "best")
+__all__ = ["main"]
 
-
-def resolve_patch_algorithm(algorithm: str | None) -> str:
-    """``patch_cadence``'s algorithm: ``algorithm``, or (None) ``CADENCE_MEMPLAN_ALGO``,
-    unset or empty meaning ``"mem_algo"``; anything else raises ``ValueError``. Here, with
-    numpy-only imports, so that the runner refuses a bad value before importing torch."""
-    if algorithm is None:
-        value = os.environ.get(ALGORITHM_ENV, "").strip()
-        source = f"{ALGORITHM_ENV}={value!r}"
-        algorithm = value.lower() or "mem_algo"
-    else:
-        source = f"algorithm={algorithm!r}"
-    if algorithm not in PATCH_ALGORITHMS:
-        raise ValueError(
-            f"{source}: expected 'best' (every Cadence planner places with best, the smallest"
-            " of many plans) or 'mem_algo' (the default: each keeps its mem_algo, 0 position,"
-            " 1 heuristic, both upstream's placements, 2 best)"
-        )
-    return algorithm
+PROG = "python -m cadence_memplan.cadence.patch"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
 
-    from .executorch.patching import patch_cadence
+    from .patching import patch_cadence
 
     patch_cadence(algorithm)
 

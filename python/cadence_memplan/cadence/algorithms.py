@@ -27,6 +27,14 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.tensorspecs import (
+    Offsets,
+    gc_paused,
+    object_array,
+    read_cadence_specs,
+    set_column,
+)
+from .._boundary.upstream import mem_id_blocklists
 from .._types import (
     OBJECTIVES,
     OCCUPANCIES,
@@ -39,14 +47,6 @@ from .._types import (
 )
 from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
 from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
-from ._tensorspecs import (
-    Offsets,
-    gc_paused,
-    object_array,
-    read_cadence_specs,
-    set_column,
-)
-from ._upstream import mem_id_blocklists
 
 __all__ = [
     "BestOfHierarchy",

@@ -14,7 +14,7 @@ sizes, so tensors that share storage on purpose (the relative placements of cat,
 and view "nops") are counted once each; pass the ``MemConstraints`` that planned the graph
 to leave those out, as the other reports do. :func:`print_memory_planning_info` has no
 constraints to go by and leaves them out by the package's one definition of "shares
-storage", :func:`cadence_memplan.stats.storage_sharing_spec_ids`, as the command line does.
+storage", :func:`.storage_sharing.storage_sharing_spec_ids`, as the command line does.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from torch.export import ExportGraphSignature
 
 from .. import stats
 from ..stats import TensorTable
+from .storage_sharing import storage_sharing_spec_ids
 
 __all__ = [
     "PER_MEMORY_HEADERS",
@@ -233,7 +234,7 @@ def print_memory_planning_info(
         mem_constraints,
     )
     usages = peak_memory_usages_per_memory(table)
-    shared = stats.storage_sharing_spec_ids(program.graph_module)
+    shared = storage_sharing_spec_ids(program.graph_module)
     table.shares_storage = np.array([id(spec) in shared for spec in table.labels], dtype=bool)
     live_bounds = peak_live_bytes_per_memory(table)
     names, base_addrs = memory_config.memory_names, memory_config.base_addrs

@@ -1,7 +1,7 @@
 """The TensorSpec boundary: specs read into int64 columns, and plans written back.
 
 Every module that plans TensorSpecs (Cadence's drop-in placers in
-:mod:`.algorithms`, exir's ``greedy``/``BankedGreedy`` in ``exir/planners.py``, ``best``
+``cadence/algorithms.py``, exir's ``greedy``/``BankedGreedy`` in ``exir/planners.py``, ``best``
 in ``exir/search.py``, the storage-reuse check in ``exir/verifier.py``) reads them here,
 one attribute of every spec per C-level pass (:func:`column`), and writes placements and
 alignments back here (:func:`set_column`, :func:`realign`, :func:`exir_result`).
@@ -41,7 +41,7 @@ from executorch.exir.tensor import TensorSpec
 
 from .. import api
 from .._validation import MAX_BYTE_VALUE, as_int64
-from . import _upstream as upstream
+from . import upstream
 
 __all__ = [
     "BYTE_LIMIT",

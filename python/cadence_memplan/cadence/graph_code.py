@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from ._upstream import GRAPH_MODULE_CODE, LazyGraphModule
+from .._boundary.upstream import GRAPH_MODULE_CODE, LazyGraphModule
 
 __all__ = ["code_is_stale", "deferred_recompile"]
 

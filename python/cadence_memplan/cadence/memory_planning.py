@@ -5,7 +5,7 @@
 pass runs upstream's steps in upstream's order (exir's ``MemoryPlanningPass``: lifetimes,
 the specs to plan, the placer, exir's checks; then ``SimplifyIdmaOpsPass``) with exir's and
 Cadence's own functions, without the work upstream wraps around them
-(:mod:`~cadence_memplan.executorch.planning_pass`); constraint generation (pinned specs,
+(:mod:`~cadence_memplan.cadence.planning_pass`); constraint generation (pinned specs,
 relative placements for cat/slice/select/idma/view, blocklists) is upstream's. Switch by
 changing one import (or, for Cadence's compiler, ``cadence_memplan.patch_cadence()``)::
 
@@ -42,8 +42,8 @@ from executorch.exir.memory_planning import collect_specs_from_nodes
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
+from .._boundary import upstream
 from .._validation import is_integer
-from . import _upstream as upstream
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -165,23 +165,23 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         """Upstream's run(): the same steps on the same objects, so the same program, at
         the placer's speed; if it raises, every spec's placement and lifetime is put back.
 
-        What differs is how, never what (:mod:`cadence_memplan.executorch.planning_pass`
+        What differs is how, never what (:mod:`cadence_memplan.cadence.planning_pass`
         says why each is safe):
 
         - ``recompile()`` only marks the graph module's code stale, to be regenerated when
-          it is next used (:mod:`~cadence_memplan.executorch.graph_code`): upstream
+          it is next used (:mod:`~cadence_memplan.cadence.graph_code`): upstream
           regenerates it about ten times, nothing in the pass reads it, and
           ``to_executorch`` regenerates it after the pass anyway;
         - exir gets a signature whose name maps are built once instead of per use;
         - views (exir's ``_ViewSpec``) run their guards once, after the pass, instead of
           on every read;
         - a graph without control flow (all Cadence lowers) goes through
-          :func:`~cadence_memplan.executorch.planning_pass.plan_single_graph`: exir's and
+          :func:`~cadence_memplan.cadence.planning_pass.plan_single_graph`: exir's and
           Cadence's functions in upstream's order, lifetimes in one walk, no second
           ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
 
         With an executorch outside the tested range
-        (:mod:`~cadence_memplan.executorch._upstream`), every graph runs upstream's
+        (:mod:`~cadence_memplan._boundary.upstream`), every graph runs upstream's
         ``run()`` itself, with none of the above.
 
         Upstream places pinned specs and resolves relative placements before the last

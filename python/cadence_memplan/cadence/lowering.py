@@ -23,12 +23,13 @@ from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, Executo
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.upstream import lower_ep_to_cadence
 from .._types import ALGORITHMS
 from ..io.memories import Memory
-from ..stats import TensorTable, op_name, storage_sharing_spec_ids
+from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
-from ._upstream import lower_ep_to_cadence
 from .compiler import cadence_backend_config, import_cadence_compiler
+from .storage_sharing import op_name, storage_sharing_spec_ids
 
 __all__ = [
     "LOWERING_DESCRIPTIONS",

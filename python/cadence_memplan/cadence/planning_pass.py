@@ -56,8 +56,8 @@ from executorch.exir.tensor import TensorSpec
 from torch.export import ExportGraphSignature
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
-from . import _upstream as upstream
-from ._upstream import (
+from .._boundary import upstream
+from .._boundary.upstream import (
     ViewSpec,
     alias_inplace_result_specs,
     contains_xnnpack_delegate,

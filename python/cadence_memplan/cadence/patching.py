@@ -7,7 +7,7 @@ upstream's object under that name:
 
 - ``CadenceMemoryPlanning`` (``memory_planning``; ``compiler`` imports it by name and
   builds it in ``export_to_executorch_gen_etrecord`` / ``_lower_ep_to_cadence_gen_etrecord``):
-  ours, :class:`~cadence_memplan.executorch.cadence.CadenceMemoryPlanning`;
+  ours, :class:`~cadence_memplan.cadence.memory_planning.CadenceMemoryPlanning`;
 - ``PositionBasedGreedyWithHierarchy`` and ``GreedyWithHeuristic`` (``memory_planning``,
   where upstream's own ``CadenceMemoryPlanning.get_mem_algos`` finds them): ours;
 - ``print_memory_planning_info`` (``memory_planning``, ``compiler``): ours, the same
@@ -15,7 +15,7 @@ upstream's object under that name:
 
 Modules imported later that take those names from ``memory_planning`` get ours too. Names
 a script took before the patch keep upstream's objects, so patch first (or run the script
-with ``python -m cadence_memplan.patch``).
+with ``python -m cadence_memplan.cadence.patch``).
 
 ``mem_algo`` keeps its meaning: 0 first fit, 1 best fit (both upstream's placements,
 exactly), 2 ``best``. ``algorithm="best"`` (or ``CADENCE_MEMPLAN_ALGO=best``) makes every
@@ -38,11 +38,10 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
-from ..patch import ALGORITHM_ENV, PATCH_ALGORITHMS, resolve_patch_algorithm
-from . import reports
+from . import ALGORITHM_ENV, PATCH_ALGORITHMS, reports, resolve_patch_algorithm
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
-from .cadence import CadenceMemoryPlanning
 from .compiler import import_cadence_compiler
+from .memory_planning import CadenceMemoryPlanning
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -169,7 +168,7 @@ def patch_cadence(algorithm: str | None = None) -> CadencePatch:
     Anything else raises ``ValueError`` and changes nothing.
 
     Imports Cadence's compiler (on Python 3.11 through
-    :func:`~cadence_memplan.executorch.compiler.import_cadence_compiler`, which supplies
+    :func:`~cadence_memplan.cadence.compiler.import_cadence_compiler`, which supplies
     ``typing.override``), so that its names are patched too. Calling it again switches the
     algorithm; use the result as a context manager to undo it on leaving a block.
     """

@@ -6,7 +6,7 @@ The sweep itself (rows, what moved, the table) is numpy only, in
 The model goes through ``to_executorch`` once, with our ``CadenceMemoryPlanning`` whose
 algorithm is wrapped: when exir's ``apply_algo`` calls it, the wrapper records what it was
 handed (the specs, with lifetimes just computed, the graph module and its signature) and a
-:class:`~cadence_memplan.executorch.cadence.SpecSnapshot`. Each later :meth:`Replanner.plan`
+:class:`~cadence_memplan.cadence.memory_planning.SpecSnapshot`. Each later :meth:`Replanner.plan`
 puts every spec (and every op Cadence's constraint passes rewrite) back as it was at
 that call, builds the algorithm for the new
 ``MemoryConfig`` as upstream's ``CadenceMemoryPlanning`` does, and calls it as
@@ -15,7 +15,7 @@ generation, pinned and relative placements, then our placer. Only that planning 
 again; export, ``to_edge``, the passes before planning and the emitter do not. torch's
 PassManager regenerates the graph's Python code after each of upstream's constraint passes,
 which only read the graph (they record constraints and widen lifetimes); the re-plan defers
-that (:func:`~cadence_memplan.executorch.graph_code.deferred_recompile`), as our pass does.
+that (:func:`~cadence_memplan.cadence.graph_code.deferred_recompile`), as our pass does.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from executorch.exir.tensor import TensorSpec
 from .._types import ALGORITHMS
 from ..io.memories import Memory
 from ..stats import TensorTable
-from .cadence import CadenceMemoryPlanning, SpecSnapshot
 from .graph_code import deferred_recompile
 from .lowering import PlannedSpecs, backend_config, memory_config
+from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
 
@@ -115,7 +115,7 @@ class Replanner:
     ``to_executorch``; if it does not fit, that is not an error here (each configuration
     the caller asks for is planned on its own). ``lowering`` is the one that made
     ``edge`` ("cadence" or "exir"): ``to_executorch`` runs in its backend config, as
-    :func:`~cadence_memplan.executorch.lowering.lower_and_plan` does, so each replay is
+    :func:`~cadence_memplan.cadence.lowering.lower_and_plan` does, so each replay is
     the plan a whole lowering makes.
     """
 

@@ -1,0 +1,51 @@
+"""Which tensors of a planned Cadence graph lie inside another tensor's storage.
+
+The one definition of "shares storage on purpose". Cadence's memory constraints
+(executorch/backends/cadence/aot/memory_constraints.py) place these ops' tensors inside
+another tensor's storage: a slice/select nop's output, an idma_wait's output and a
+memory.view's output lie inside their input; a cat nop's inputs lie inside its output.
+Such a tensor overlaps its source by design, so the validator and the peak-live lower
+bound leave it out (counting it would count the same bytes twice). Reads only a graph's
+nodes: importing it needs no executorch.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+__all__ = ["op_name", "storage_sharing_spec_ids"]
+
+_OUTPUT_INSIDE_INPUT = frozenset(
+    {
+        "aten._slice_copy_nop.Tensor_out",
+        "aten._select_copy_nop.int_out",
+        "cadence.idma_wait.out",
+        "executorch.exir.memory.view",
+    }
+)
+_INPUTS_INSIDE_OUTPUT = frozenset({"aten._cat_nop.out"})
+
+
+def op_name(target: object) -> str:
+    """A node target's name as ``namespace.op.overload`` (module.function for Python ops)."""
+    if inspect.isfunction(target):  # memory.view and other plain Python ops
+        return f"{target.__module__}.{target.__qualname__}"
+    return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
+
+
+def storage_sharing_spec_ids(graph_module: object) -> set[int]:
+    """``id()`` of every TensorSpec in a planned graph that lies inside another's storage.
+
+    Reads only ``graph_module.graph.nodes`` (op, target, args, meta["spec"]).
+    """
+    shared: set[int] = set()
+    for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
+        if node.op != "call_function":
+            continue
+        name = op_name(node.target)
+        if name in _OUTPUT_INSIDE_INPUT:
+            shared.add(id(node.meta.get("spec")))
+        elif name in _INPUTS_INSIDE_OUTPUT:
+            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
+            shared.update(id(arg.meta.get("spec")) for arg in inputs)
+    return shared

@@ -1,0 +1,120 @@
+"""The package's layers: nothing at its root, in ``io/``, ``analysis/`` or ``cli/`` imports
+torch or executorch, so a numpy-only install plans arrays and CSV files. ``cadence/``,
+``exir/`` and ``_boundary/`` import executorch; of them only ``cadence/__init__.py`` and
+the ``-m`` runner ``cadence/patch.py`` must not (the runner refuses a bad
+``CADENCE_MEMPLAN_ALGO`` before torch loads).
+
+Each module is imported in a fresh interpreter where importing torch or executorch
+raises, so the test holds whether or not they are installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cadence_memplan
+
+PACKAGE = Path(cadence_memplan.__file__).resolve().parent
+NEEDS_EXECUTORCH = ("cadence", "exir", "_boundary")
+NUMPY_ONLY_THERE = ("cadence_memplan.cadence", "cadence_memplan.cadence.patch")
+
+_IMPORT_ALL = """
+import importlib, importlib.abc, json, sys
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "executorch"):
+            raise ImportError(f"blocked: {name}")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+failures = {}
+for module in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(module)
+    except ImportError as error:
+        failures[module] = str(error)
+print(json.dumps(failures))
+"""
+
+
+def numpy_only_modules() -> list[str]:
+    """Every module that must import without torch: the root, io/, analysis/, cli/, and
+    the two named above."""
+    modules = list(NUMPY_ONLY_THERE)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[0] in NEEDS_EXECUTORCH or parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules.append(".".join(("cadence_memplan", *parts)))
+    return modules
+
+
+def import_failures(modules: list[str]) -> dict[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    failures: dict[str, str] = json.loads(done.stdout)
+    return failures
+
+
+def test_nothing_outside_cadence_exir_and_boundary_imports_torch() -> None:
+    modules = numpy_only_modules()
+    assert "cadence_memplan.planning" in modules
+    assert "cadence_memplan.cli.main" in modules
+    assert import_failures(modules) == {}
+
+
+@pytest.mark.parametrize("module", ["cadence_memplan.cadence.algorithms", "cadence_memplan.exir"])
+def test_the_check_sees_a_module_that_imports_torch(module: str) -> None:
+    assert module in import_failures([module])
+
+
+def package_imports(path: Path, source: str | None = None) -> set[str]:
+    """The package's subpackages or root modules that the module at ``path`` imports
+    (``cadence``, ``exir``...); ``source`` stands in for its text."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                parts = (node.module or "").split(".")
+                if parts[0] != "cadence_memplan":
+                    continue
+                target = parts[1:]
+            else:
+                here = path.relative_to(PACKAGE).parts[:-1]
+                base = list(here[: len(here) - (node.level - 1)])
+                target = base + ((node.module or "").split(".") if node.module else [])
+            if target:
+                found.add(target[0])
+            else:  # from . import x / from .. import x
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize(("package", "other"), [("cadence", "exir"), ("exir", "cadence")])
+def test_cadence_and_exir_do_not_import_each_other(package: str, other: str) -> None:
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted((PACKAGE / package).rglob("*.py"))
+        if other in package_imports(path)
+    ]
+    assert offenders == []
+
+
+def test_the_import_reader_sees_both_spellings() -> None:
+    module = PACKAGE / "cadence" / "algorithms.py"
+    assert "exir" in package_imports(module, "from ..exir.planners import greedy\n")
+    assert "exir" in package_imports(module, "from cadence_memplan.exir import best\n")
+    assert "exir" not in package_imports(module, "from .._boundary import upstream\n")
