@@ -52,4 +52,27 @@ py::array_t<T> ToArray(std::vector<T>&& values) {
 void RegisterPlanning(py::module_& m);
 void RegisterSharedObjects(py::module_& m);
 
+// The one table of Occupancy's names, as the Python API spells them (_types.py's
+// OCCUPANCIES), for every binding that takes an occupancy.
+inline constexpr std::pair<Occupancy, const char*> kOccupancyNames[] = {
+    {Occupancy::kAuto, "auto"},
+    {Occupancy::kInterval, "interval"},
+    {Occupancy::kTree, "tree"},
+    {Occupancy::kScan, "scan"},
+};
+
+inline Occupancy ToOccupancy(const std::string& name) {
+  for (const auto& [occupancy, spelled] : kOccupancyNames) {
+    if (name == spelled) return occupancy;
+  }
+  throw InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name + "'");
+}
+
+inline const char* OccupancyName(Occupancy occupancy) {
+  for (const auto& [value, spelled] : kOccupancyNames) {
+    if (value == occupancy) return spelled;
+  }
+  return "?";
+}
+
 }  // namespace cadence_memplan::bindings

@@ -70,28 +70,6 @@ MemId ToMemId(int64_t mem_id) {
   return mem_id >= 1 && mem_id <= kMaxMemories ? static_cast<MemId>(mem_id) : kNotPlaced;
 }
 
-// The names of Occupancy, as the Python API spells them.
-constexpr std::pair<Occupancy, const char*> kOccupancyNames[] = {
-    {Occupancy::kAuto, "auto"},
-    {Occupancy::kIntervalIndex, "interval"},
-    {Occupancy::kSegmentTree, "tree"},
-    {Occupancy::kScan, "scan"},
-};
-
-Occupancy ToOccupancy(const std::string& name) {
-  for (const auto& [occupancy, spelled] : kOccupancyNames) {
-    if (name == spelled) return occupancy;
-  }
-  throw InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name + "'");
-}
-
-const char* OccupancyName(Occupancy occupancy) {
-  for (const auto& [value, spelled] : kOccupancyNames) {
-    if (value == occupancy) return spelled;
-  }
-  return "?";
-}
-
 PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const Int64Array& ends,
                 const Int64Array& sizes, const Int64Array& memory_sizes,
                 const Int64Array& memory_alignments, const MaskArray& blocked, uint64_t allowed,

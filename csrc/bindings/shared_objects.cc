@@ -37,14 +37,6 @@ std::vector<T> ToRecords(const RecordArray<T>& records, const char* name) {
   return std::vector<T>(records.data(), records.data() + records.size());
 }
 
-ObjectSearch ToObjectSearch(const std::string& name) {
-  if (name == "auto") return ObjectSearch::kAuto;
-  if (name == "tree") return ObjectSearch::kTree;
-  if (name == "interval") return ObjectSearch::kInterval;
-  if (name == "scan") return ObjectSearch::kScan;
-  throw InvalidInput("occupancy must be 'auto', 'interval', 'tree' or 'scan', got '" + name + "'");
-}
-
 // The names of PackErrorKind, as cadence_memplan.exir spells them.
 const char* PackErrorName(PackErrorKind kind) {
   switch (kind) {
@@ -72,7 +64,7 @@ SharedObjectPacking PackSharedObjects(const RecordArray<ExirTensor>& tensors, in
   greedy.allow_overlapping_allocations = allow_overlapping_allocations;
   greedy.extra_padding = extra_padding;
   greedy.input_sizes = ToVector(input_sizes, "input_sizes");
-  greedy.search = ToObjectSearch(occupancy);
+  greedy.search = ToOccupancy(occupancy);
   request.banks = ToRecords(banks, "banks");
   PackResult result;
   {
@@ -105,7 +97,7 @@ StorageReuse CheckStorageReuse(const RecordArray<ReuseTensor>& tensors, const In
   request.tensors = ToRecords(tensors, "tensors");
   request.parents = ToVector(parents, "parents");
   request.allow_lifetime_and_storage_overlap = allow_lifetime_and_storage_overlap;
-  request.search = ToObjectSearch(occupancy);
+  request.search = ToOccupancy(occupancy);
   ReuseCheckResult result;
   {
     py::gil_scoped_release release;

@@ -31,7 +31,7 @@ int64_t ObjectSizeTree::Find(int64_t node, int64_t first, int64_t count, int64_t
 
 ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
                        const std::vector<TensorIndex>& members, std::vector<Allocation>* where,
-                       ObjectSearch search, int64_t auto_minimum_tensors,
+                       Occupancy search, int64_t auto_minimum_tensors,
                        std::vector<int64_t>* slot_of)
     : lifetimes_(&lifetimes),
       where_(where),
@@ -46,10 +46,10 @@ ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
   for (TensorIndex t : members) member_lifetimes.push_back(lifetimes[t]);
   const bool intervals = std::none_of(member_lifetimes.begin(), member_lifetimes.end(),
                                       [](const Lifetime& lifetime) { return lifetime.empty(); });
-  if (search_ == ObjectSearch::kAuto)
+  if (search_ == Occupancy::kAuto)
     search_ = ChooseSearch(member_lifetimes, intervals, auto_minimum_tensors);
-  if (search_ == ObjectSearch::kTree && !intervals) search_ = ObjectSearch::kScan;
-  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kInterval) {
+  if (search_ == Occupancy::kTree && !intervals) search_ = Occupancy::kScan;
+  if (search_ == Occupancy::kAuto || search_ == Occupancy::kInterval) {
     std::vector<std::pair<Time, TensorIndex>> points;
     points.reserve(members.size());
     for (TensorIndex t : members) points.emplace_back(lifetimes[t].start, t);
@@ -57,19 +57,19 @@ ObjectPool::ObjectPool(const std::vector<Lifetime>& lifetimes,
   }
 }
 
-ObjectSearch ObjectPool::ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
-                                      int64_t minimum_tensors) {
+Occupancy ObjectPool::ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
+                                   int64_t minimum_tensors) {
   const auto count = static_cast<int64_t>(lifetimes.size());
-  if (count < minimum_tensors) return ObjectSearch::kScan;
-  if (!intervals) return ObjectSearch::kAuto;
+  if (count < minimum_tensors) return Occupancy::kScan;
+  if (!intervals) return Occupancy::kAuto;
   // Each structure pays for what it lists: the tree for the allocations of
   // the objects it reads (about count / overlaps each), the index for the
   // allocations alive with the tensor (about overlaps).
   const double overlaps = 2.0 * static_cast<double>(CountOverlappingPairs(lifetimes)) /
                           static_cast<double>(std::max<int64_t>(count, 1));
   return static_cast<double>(count) > kIndexOverlapsSquared * overlaps * overlaps
-             ? ObjectSearch::kInterval
-             : ObjectSearch::kTree;
+             ? Occupancy::kInterval
+             : Occupancy::kTree;
 }
 
 ObjectPool::Picked ObjectPool::Pick(TensorIndex tensor, Size size, bool allow_overlapping) {
@@ -95,8 +95,8 @@ void ObjectPool::AddObject(TensorIndex tensor, Size size) {
   const int64_t object = object_count();
   object_sizes_.push_back(size);
   allocations_.emplace_back();
-  if (search_ == ObjectSearch::kTree) records_.emplace_back();
-  if (search_ == ObjectSearch::kAuto || search_ == ObjectSearch::kInterval) {
+  if (search_ == Occupancy::kTree) records_.emplace_back();
+  if (search_ == Occupancy::kAuto || search_ == Occupancy::kInterval) {
     sizes_.Set(object, size);
     blocked_stamp_.push_back(0);
     overlap_end_.push_back(0);
@@ -107,7 +107,7 @@ void ObjectPool::AddObject(TensorIndex tensor, Size size) {
 void ObjectPool::Add(TensorIndex tensor, int64_t object, Offset offset, Size size) {
   (*where_)[tensor] = {object, offset, size};
   ++allocation_count_;
-  if (search_ == ObjectSearch::kTree) {
+  if (search_ == Occupancy::kTree) {
     const Lifetime& lifetime = (*lifetimes_)[tensor];
     free_objects_.AddBusy(object, object_sizes_[object], lifetime);
     if (records_[object].empty())
@@ -116,7 +116,7 @@ void ObjectPool::Add(TensorIndex tensor, int64_t object, Offset offset, Size siz
     return;
   }
   allocations_[object].push_back(tensor);
-  if (search_ != ObjectSearch::kScan) index_.Insert(tensor);
+  if (search_ != Occupancy::kScan) index_.Insert(tensor);
 }
 
 bool ObjectPool::Overlaps(TensorIndex tensor, TensorIndex allocated) const {
@@ -127,15 +127,14 @@ bool ObjectPool::Overlaps(TensorIndex tensor, TensorIndex allocated) const {
 
 ObjectPool::Found ObjectPool::Find(TensorIndex tensor, Size size, bool skip_small,
                                    bool allow_overlapping) {
-  if (search_ == ObjectSearch::kScan) return FindScan(tensor, size, skip_small, allow_overlapping);
-  if (search_ == ObjectSearch::kTree)
-    return FindByTree(tensor, size, skip_small, allow_overlapping);
+  if (search_ == Occupancy::kScan) return FindScan(tensor, size, skip_small, allow_overlapping);
+  if (search_ == Occupancy::kTree) return FindByTree(tensor, size, skip_small, allow_overlapping);
   // The index reads at most the query's window (and lists the k allocations
   // alive with the tensor); exir's loops read at most every allocation so
   // far, but stop at the first overlap in each object and often at the first
   // object. Where many allocations are alive at once the loops win; where few
   // are, the index. Both answers are exir's.
-  if (search_ == ObjectSearch::kAuto &&
+  if (search_ == Occupancy::kAuto &&
       allocation_count_ <= kScanPerWindow * index_.WindowSize(tensor)) {
     return FindScan(tensor, size, skip_small, allow_overlapping);
   }

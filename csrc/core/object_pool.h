@@ -21,12 +21,12 @@
 // step 1 is then the first object not among the at most k blocked ones (with
 // a large enough size: a max-tree over the objects' sizes finds it in
 // O((k + 1) log n)), and step 2 the smallest blocked object that fits.
-// ObjectSearch::kScan answers the same questions with exir's loops, the
+// Occupancy::kScan answers the same questions with exir's loops, the
 // baseline for benchmarks and tests.
 //
 // Listing all k costs more than exir's loops where many allocations are alive
 // at once: the loops stop at the first overlap in each object, and step 1
-// often ends early. ObjectSearch::kAuto, the default, therefore scans small
+// often ends early. Occupancy::kAuto, the default, therefore scans small
 // pools outright and, in large ones, asks the index only when the allocations
 // so far outnumber the query's window of the index many times over
 // (docs/performance.md has the measurements behind both thresholds).
@@ -74,7 +74,7 @@ class ObjectPool {
   // shared by pools without common members (LiveAllocationIndex). kAuto scans
   // a pool of fewer than `auto_minimum_tensors` members with nothing built.
   ObjectPool(const std::vector<Lifetime>& lifetimes, const std::vector<TensorIndex>& members,
-             std::vector<Allocation>* where, ObjectSearch search, int64_t auto_minimum_tensors,
+             std::vector<Allocation>* where, Occupancy search, int64_t auto_minimum_tensors,
              std::vector<int64_t>* slot_of);
 
   int64_t object_count() const { return static_cast<int64_t>(object_sizes_.size()); }
@@ -109,8 +109,8 @@ class ObjectPool {
   // What kAuto stands for in a pool of these lifetimes (`intervals`: none is
   // inverted): kScan, kTree, kInterval, or, where some lifetime is inverted,
   // kAuto itself (the index or the loops, per query).
-  static ObjectSearch ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
-                                   int64_t minimum_tensors);
+  static Occupancy ChooseSearch(const std::vector<Lifetime>& lifetimes, bool intervals,
+                                int64_t minimum_tensors);
   // kAuto prefers the index where a pool has more tensors than this many times
   // the square of their mean overlaps (docs/performance.md).
   static constexpr double kIndexOverlapsSquared = 3;
@@ -130,7 +130,7 @@ class ObjectPool {
 
   const std::vector<Lifetime>* lifetimes_;
   std::vector<Allocation>* where_;
-  ObjectSearch search_;
+  Occupancy search_;
   std::vector<Size> object_sizes_;
   // kInterval and kAuto: the index, object sizes, and per-query scratch stamped
   // by query_.

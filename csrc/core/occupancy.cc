@@ -263,8 +263,8 @@ class ScanOccupancy final : public MemoryOccupancy {
 std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTable& table,
                                                Size alignment) {
   switch (occupancy) {
-    case Occupancy::kIntervalIndex: return std::make_unique<IntervalOccupancy>(table, alignment);
-    case Occupancy::kSegmentTree: return std::make_unique<TreeOccupancy>(table, alignment);
+    case Occupancy::kInterval: return std::make_unique<IntervalOccupancy>(table, alignment);
+    case Occupancy::kTree: return std::make_unique<TreeOccupancy>(table, alignment);
     case Occupancy::kScan: return std::make_unique<ScanOccupancy>(table, alignment);
     case Occupancy::kAuto: break;
   }
@@ -334,7 +334,7 @@ Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
   const double interval = kInterval + kIntervalPerOverlap * k;
   const double tree = kTree + kTreePerOverlap * std::min(k, kTreeOverlapsThatCount);
   if (scan <= interval && scan <= tree) return Occupancy::kScan;
-  return interval <= tree ? Occupancy::kIntervalIndex : Occupancy::kSegmentTree;
+  return interval <= tree ? Occupancy::kInterval : Occupancy::kTree;
 }
 
 }  // namespace cadence_memplan

@@ -1,11 +1,11 @@
 // MemoryOccupancy: the questions a placer asks one memory, and three ways to
 // answer them (see Occupancy in types.h), all exact.
 //
-//   * kIntervalIndex lists the k tensors alive with the one being placed
+//   * kInterval lists the k tensors alive with the one being placed
 //     (interval_index.h, time buckets) and sorts their aligned storage by
 //     offset: O(bucket entries + k log k). Best when k is small and the graph
 //     too big to scan, as in long exported models.
-//   * kSegmentTree keeps merged byte segments in a segment tree over time
+//   * kTree keeps merged byte segments in a segment tree over time
 //     (occupancy_tree.h): the cost follows the holes, not k. Best when
 //     thousands of tensors are alive at once. It also builds an interval index
 //     for the questions the merged segments cannot answer (see below), on

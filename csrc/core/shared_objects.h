@@ -92,7 +92,7 @@ struct GreedyRequest {
   Size extra_padding = 0;
   // graph_module.input_mem_buffer_sizes, indexed by mem_id (shorter = zeros).
   std::vector<Size> input_sizes;
-  ObjectSearch search = ObjectSearch::kAuto;
+  Occupancy search = Occupancy::kAuto;
   // kAuto: a memory with fewer tensors is scanned, with no structure built,
   // which would cost more than it saves (docs/performance.md). Tests lower it
   // to reach the other choices on small problems.

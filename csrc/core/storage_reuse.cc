@@ -83,7 +83,7 @@ ReuseCheckResult CheckStorageReuse(const ReuseCheckRequest& request) {
       for (int64_t done : path) state[done] = 2;
     }
   }
-  if (request.search == ObjectSearch::kScan) return CheckStorageReuseScan(request);
+  if (request.search == Occupancy::kScan) return CheckStorageReuseScan(request);
 
   ReuseCheckResult result;
   // Tensors that take bytes, by memory, then by offset.

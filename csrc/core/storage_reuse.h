@@ -17,7 +17,7 @@
 // exactly when the active tensors are not all of its own object) and in a
 // LiveAllocationIndex (live_allocation_index.h), so that only the pairs that
 // overlap in both bytes and lifetime are listed: in a valid plan, the
-// in-place ones. ObjectSearch::kScan runs exir's all-pairs loops instead.
+// in-place ones. Occupancy::kScan runs exir's all-pairs loops instead.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +43,7 @@ struct ReuseCheckRequest {
   // checked themselves. Must be acyclic.
   std::vector<int64_t> parents;
   bool allow_lifetime_and_storage_overlap = false;
-  ObjectSearch search = ObjectSearch::kAuto;  // kScan: exir's loops; otherwise the sweep.
+  Occupancy search = Occupancy::kAuto;  // kScan: exir's loops; otherwise the sweep.
 };
 
 struct ReuseCheckResult {

@@ -65,23 +65,17 @@ struct Placement {
   Offset offset = kNoOffset;
 };
 
-// How a memory answers "which bytes are taken while this tensor lives?".
-// Every choice gives the same plan; they differ only in speed (occupancy.h).
+// Which structure answers a memory's occupancy questions: for the placers
+// (occupancy.h), "which bytes are taken while this tensor lives?"; for exir's
+// planners (object_pool.h) and the storage-reuse check (storage_reuse.h), "which
+// shared objects or allocations are alive with this tensor?". Every choice gives
+// the same result; they differ only in speed. The names are the Python API's
+// ("auto", "interval", "tree", "scan"; csrc/bindings/convert.h spells them).
 enum class Occupancy {
-  kAuto,           // The planner picks from the number of lifetime-overlapping pairs.
-  kIntervalIndex,  // List the overlapping tensors, then sort them: few alive at once.
-  kSegmentTree,    // Merged free space over a segment tree: thousands alive at once.
-  kScan,           // Scan every tensor of the memory: the naive baseline, for benchmarks.
-};
-
-// How exir's planners (shared_objects.h) find the shared objects a tensor may
-// go into, and how the storage-reuse check (storage_reuse.h) finds the pairs
-// it judges. Every choice gives the same result; they differ only in speed.
-enum class ObjectSearch {
-  kAuto,   // Per memory, the fastest of those below (object_pool.h).
-  kTree,   // The first free object from a FreeObjectTree, then exir's second pass.
-  kInterval,  // The allocations alive with the tensor, from a LiveAllocationIndex.
-  kScan,   // Every allocation of every object, as exir's loops do: the baseline.
+  kAuto,      // Chosen per memory from its size and overlap (occupancy.h, object_pool.h).
+  kInterval,  // List what is alive with the tensor (IntervalIndex, LiveAllocationIndex).
+  kTree,      // A segment tree over time (OccupancyTree) or objects (FreeObjectTree).
+  kScan,      // Scan everything, as upstream's loops do: the baseline, for benchmarks.
 };
 
 // A half-open byte range [begin, end); empty when begin >= end.

@@ -7,7 +7,7 @@
 // again, and every lower bound and claim of optimality checked by brute force
 // (packing_oracle.h) where that can run. The same tensors then go through
 // exir's greedy and BankedGreedy (shared_objects.h), whose tree, indexed and
-// automatic searches must give exactly what exir's loops (ObjectSearch::kScan)
+// automatic searches must give exactly what exir's loops (Occupancy::kScan)
 // give. Any violation aborts, so libFuzzer keeps
 // the input as a crash.
 //
@@ -259,8 +259,8 @@ void CheckSearchesAgree(BankedRequest request, Pack pack, const char* what) {
   constexpr int kSearches = 4;
   std::vector<int64_t> observed[kSearches];
   bool invalid[kSearches] = {false, false, false, false};
-  const ObjectSearch searches[kSearches] = {ObjectSearch::kTree, ObjectSearch::kInterval,
-                                            ObjectSearch::kAuto, ObjectSearch::kScan};
+  const Occupancy searches[kSearches] = {Occupancy::kTree, Occupancy::kInterval, Occupancy::kAuto,
+                                         Occupancy::kScan};
   request.greedy.auto_minimum_tensors = 0;  // kAuto's own choice, on small inputs too.
   for (int k = 0; k < kSearches; ++k) {
     request.greedy.search = searches[k];

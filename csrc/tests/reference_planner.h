@@ -357,14 +357,14 @@ struct Comparison {
 
 // Every way the core can answer for a memory (occupancy.h): each must give
 // the reference's plan, and kAuto must resolve to one of the others.
-inline constexpr Occupancy kEveryOccupancy[] = {Occupancy::kAuto, Occupancy::kIntervalIndex,
-                                                Occupancy::kSegmentTree, Occupancy::kScan};
+inline constexpr Occupancy kEveryOccupancy[] = {Occupancy::kAuto, Occupancy::kInterval,
+                                                Occupancy::kTree, Occupancy::kScan};
 
 inline const char* Name(Occupancy o) {
   switch (o) {
     case Occupancy::kAuto: return "auto";
-    case Occupancy::kIntervalIndex: return "interval index";
-    case Occupancy::kSegmentTree: return "segment tree";
+    case Occupancy::kInterval: return "interval index";
+    case Occupancy::kTree: return "segment tree";
     case Occupancy::kScan: return "scan";
   }
   return "?";

@@ -1,5 +1,5 @@
 // FreeObjectTree against a brute force; PackGreedy, PackBanked and
-// CheckStorageReuse with ObjectSearch::kTree,
+// CheckStorageReuse with Occupancy::kTree,
 // kInterval and kAuto against kScan (exir's loops, ported literally) on random problems: ties,
 // zero sizes, inverted lifetimes, pins, storage-backed chains and bad bases.
 // Every successful plan must also keep tensors that exir considers
@@ -101,14 +101,14 @@ void TestGreedy(std::mt19937_64& rng, int rounds) {
     memplan_test::SetContext("greedy round " + std::to_string(round));
     GreedyRequest request = RandomRequest(rng);
     for (ExirTensor& tensor : request.tensors) tensor.mem_id = tensor.pinned ? tensor.mem_id : 1;
-    request.search = ObjectSearch::kScan;
+    request.search = Occupancy::kScan;
     const PackResult naive = PackGreedy(request);
-    request.search = ObjectSearch::kInterval;
+    request.search = Occupancy::kInterval;
     const PackResult fast = PackGreedy(request);
     if (!CHECK(SamePack(fast, naive))) return;
-    request.search = ObjectSearch::kTree;
+    request.search = Occupancy::kTree;
     if (!CHECK(SamePack(PackGreedy(request), naive))) return;
-    request.search = ObjectSearch::kAuto;
+    request.search = Occupancy::kAuto;
     request.auto_minimum_tensors = 0;  // The per-query choice, not a plain scan.
     if (!CHECK(SamePack(PackGreedy(request), naive))) return;
     if (fast.error.kind == PackErrorKind::kNone) {
@@ -128,14 +128,14 @@ void TestBanked(std::mt19937_64& rng, int rounds) {
     for (int64_t b = 0; b < banks; ++b) {
       request.banks.push_back({b + 1, Pick(rng, 1, 4) * 500, Pick(rng, 0, 1) * 32});
     }
-    request.greedy.search = ObjectSearch::kScan;
+    request.greedy.search = Occupancy::kScan;
     const PackResult naive = PackBanked(request);
-    request.greedy.search = ObjectSearch::kInterval;
+    request.greedy.search = Occupancy::kInterval;
     const PackResult fast = PackBanked(request);
     if (!CHECK(SamePack(fast, naive))) return;
-    request.greedy.search = ObjectSearch::kTree;
+    request.greedy.search = Occupancy::kTree;
     if (!CHECK(SamePack(PackBanked(request), naive))) return;
-    request.greedy.search = ObjectSearch::kAuto;
+    request.greedy.search = Occupancy::kAuto;
     request.greedy.auto_minimum_tensors = 0;
     if (!CHECK(SamePack(PackBanked(request), naive))) return;
   }
@@ -156,9 +156,9 @@ void TestStorageReuse(std::mt19937_64& rng, int rounds) {
       request.parents.push_back(i > 0 && Pick(rng, 0, 4) == 0 ? Pick(rng, 0, i - 1) : -1);
     }
     request.allow_lifetime_and_storage_overlap = Pick(rng, 0, 1) == 1;
-    request.search = ObjectSearch::kScan;
+    request.search = Occupancy::kScan;
     const ReuseCheckResult naive = CheckStorageReuse(request);
-    request.search = ObjectSearch::kInterval;
+    request.search = Occupancy::kInterval;
     const ReuseCheckResult fast = CheckStorageReuse(request);
     if (!CHECK_EQ(fast.reuse_pairs, naive.reuse_pairs)) return;
     if (!CHECK_EQ(fast.violation, naive.violation)) return;
