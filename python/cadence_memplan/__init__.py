@@ -28,6 +28,7 @@ if _TYPE_CHECKING:
         GreedyWithHeuristic,
         PositionBasedGreedyWithHierarchy,
     )
+    from .cadence.compiler import import_cadence_compiler
     from .cadence.memory_planning import CadenceMemoryPlanning
     from .cadence.patching import patch_cadence, unpatch_cadence
     from .cadence.reports import print_memory_planning_info
@@ -49,6 +50,7 @@ __all__ = [
     "PositionBasedGreedyWithHierarchy",
     "Preplaced",
     "__version__",
+    "import_cadence_compiler",
     "patch_cadence",
     "plan",
     "print_memory_planning_info",
@@ -62,6 +64,7 @@ _CADENCE_NAMES = {
     "GreedyWithHeuristic": "algorithms",
     "PositionBasedGreedyWithHierarchy": "algorithms",
     "CadenceMemoryPlanning": "memory_planning",
+    "import_cadence_compiler": "compiler",
     "patch_cadence": "patching",
     "unpatch_cadence": "patching",
     "print_memory_planning_info": "reports",
