@@ -274,17 +274,19 @@ def main(argv: list[str] | None = None) -> None:
         print(" | ".join(cells), file=sys.stderr, flush=True)
     load_after = os.getloadavg()
 
+    def label(threads: int) -> str:
+        return f"{threads} thread{'s' if threads > 1 else ''}"
+
     threads_headers = []
     for threads in args.threads:
-        label = f"{threads} thread{'s' if threads > 1 else ''}"
-        threads_headers += [f"best, {label} (B)", "time", "peak RSS added"]
+        threads_headers += [f"best, {label(threads)} (B)", "time", "peak RSS added"]
     tables = [
         *markdown(
             [
                 "instance",
                 "buffers",
                 "peak-live bound (B)",
-                f"best, {args.threads[0]} thread(s) (B)",
+                f"best, {label(args.threads[0])} (B)",
                 "proved optimal",
                 "best's time",
                 "MiniMalloc at 1 MiB",
