@@ -7,7 +7,10 @@
 // Options: --budget-ms B (1000), --max-nodes N, --threads T (1),
 //   --below-ms B: afterwards, ask FitInCapacity for a packing one byte below
 //   the plan with this budget (does a smaller plan exist that we missed?),
-//   --progress: print every improvement.
+//   --progress: print every improvement,
+//   --write-csv DIR: write the instances as MiniMalloc CSVs (id,lower,upper,
+//   size; half-open lifetimes) into DIR, e.g. DIR/rectangle-1.1048576.csv,
+//   and plan nothing (bench/minimalloc_compare.py hands them to MiniMalloc).
 // Built with the tests (CMake target exact_search_driver); not a test.
 #include <algorithm>
 #include <chrono>
@@ -51,6 +54,25 @@ Size PeakLive(const std::vector<Tensor>& tensors) {
   Size live = 0, peak = 0;
   for (const auto& e : events) peak = std::max(peak, live += e.second);
   return peak;
+}
+
+// MiniMalloc's CSV, its capacity in the name as in its benchmark files.
+bool WriteCsv(const std::string& dir, const std::string& name, const std::vector<Tensor>& tensors,
+              Size capacity) {
+  const std::string path = dir + "/" + name + "." + std::to_string(capacity) + ".csv";
+  std::ofstream out(path);
+  out << "id,lower,upper,size\n";
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor& t = tensors[k];
+    out << k << ',' << t.lifetime.start << ',' << t.lifetime.end + 1 << ',' << t.size << '\n';
+  }
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return false;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return true;
 }
 
 struct Options {
@@ -118,6 +140,7 @@ double Run(const std::string& name, const std::vector<Tensor>& tensors, const Op
 int main(int argc, char** argv) {
   Options o;
   bool rectangles = false;
+  std::string write_csv;
   std::vector<std::string> files;
   for (int k = 1; k < argc; ++k) {
     const std::string arg = argv[k];
@@ -132,6 +155,8 @@ int main(int argc, char** argv) {
       o.below_ms = std::stod(value());
     } else if (arg == "--progress") {
       o.progress = true;
+    } else if (arg == "--write-csv") {
+      write_csv = value();
     } else if (arg == "--rectangles") {
       rectangles = true;
     } else {
@@ -150,9 +175,17 @@ int main(int argc, char** argv) {
       const auto pieces =
           memplan_test::CutRectangle(spec.seed, spec.pieces, memplan_test::kCutRectangleHeight,
                                      memplan_test::kCutRectangleSpan);
+      if (!write_csv.empty()) {
+        if (!WriteCsv(write_csv, "rectangle-" + std::to_string(spec.seed),
+                      memplan_test::Tensors(pieces), memplan_test::kCutRectangleHeight)) {
+          return 2;
+        }
+        continue;
+      }
       add(Run("rectangle seed " + std::to_string(spec.seed), memplan_test::Tensors(pieces), o));
     }
   }
+  if (!write_csv.empty()) return 0;
   for (const std::string& file : files) {
     std::vector<Tensor> tensors;
     if (!ReadInstance(file, &tensors)) {
