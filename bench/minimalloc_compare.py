@@ -6,7 +6,7 @@
 
 ``best`` (``cadence_memplan.plan(..., algorithm="best")``, one memory as large as all
 buffers, alignment 1, ``--budget-ms``) runs once per instance and ``--threads`` value, each
-in a fresh interpreter that reports its peak resident memory (``ru_maxrss``) before and
+in a fresh interpreter that reports its peak resident memory (VmHWM) before and
 after the call: the first is the baseline of the interpreter with numpy, the package and
 the instance loaded, the difference is what the call added.
 
