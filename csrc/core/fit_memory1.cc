@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "best_search.h"
+#include "peak_live.h"
 #include "str_cat.h"
 
 namespace cadence_memplan {
@@ -29,25 +30,16 @@ constexpr double kSelectionShare = 0.8;
 Size AlignedPeakLiveUnits(const std::vector<Tensor>& tensors,
                           const std::vector<Obstacle>& obstacles, Size alignment,
                           Size capacity_units) {
-  std::vector<std::pair<Time, Size>> events;  // Ends (negative) sort before starts.
-  const auto add = [&](const Tensor& t, Size units) {
-    if (t.size == 0 || t.lifetime.empty()) return;
-    events.push_back({t.lifetime.start, units});
-    events.push_back({SaturatingAdd(t.lifetime.end, 1), -units});
-  };
-  for (const Tensor& t : tensors) add(t, t.size / alignment + (t.size % alignment != 0 ? 1 : 0));
+  PeakLive live;
+  for (const Tensor& t : tensors) {
+    live.Add(t.lifetime, t.size / alignment + (t.size % alignment != 0 ? 1 : 0));
+  }
   for (const Obstacle& o : obstacles) {
     const Size first = o.offset / alignment + (o.offset % alignment != 0 ? 1 : 0);
     const Size end = std::min(SaturatingAdd(o.offset, o.tensor.size) / alignment, capacity_units);
-    if (end > first) add(o.tensor, end - first);
+    if (end > first) live.Add(o.tensor.lifetime, end - first);
   }
-  std::sort(events.begin(), events.end());
-  Size live = 0, peak = 0;
-  for (const auto& [time, delta] : events) {
-    live = delta > 0 ? SaturatingAdd(live, delta) : std::max<Size>(0, live + delta);
-    peak = std::max(peak, live);
-  }
-  return peak;
+  return live.Peak();
 }
 
 }  // namespace

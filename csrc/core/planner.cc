@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "occupancy.h"
+#include "peak_live.h"
 #include "stable_sort.h"
 #include "str_cat.h"
 
@@ -473,22 +474,13 @@ PlanResult Plan(const PlanRequest& request, Algorithm algorithm) {
 }
 
 PlanningFailure WithPeakLiveNote(const PlanRequest& request, const PlanningFailure& failure) {
-  std::vector<std::pair<Time, Size>> events;  // (time, +size at a start, -size after an end)
-  const auto add = [&](const Tensor& tensor) {
-    if (tensor.lifetime.empty()) return;
-    events.push_back({tensor.lifetime.start, tensor.size});
-    events.push_back({SaturatingAdd(tensor.lifetime.end, 1), -tensor.size});
-  };
-  for (const PlacedTensor& placed : request.placed) add(placed.tensor);
-  for (const Tensor& tensor : request.tensors) add(tensor);
-  std::sort(events.begin(), events.end());  // At one time, ends before starts.
   // Saturating: the bytes alive may add up past 2^63. Once saturated the
   // bound is no longer exact, which the note then says.
-  Size live = 0, bound = 0;
-  for (const auto& [time, delta] : events) {
-    live = delta > 0 ? SaturatingAdd(live, delta) : std::max<Size>(0, live + delta);
-    bound = std::max(bound, live);
-  }
+  PeakLive live;
+  for (const PlacedTensor& placed : request.placed)
+    live.Add(placed.tensor.lifetime, placed.tensor.size);
+  for (const Tensor& tensor : request.tensors) live.Add(tensor.lifetime, tensor.size);
+  const Size bound = live.Peak();
   Size total = 0;
   for (const Memory& memory : request.memories) total = SaturatingAdd(total, memory.size);
   constexpr Size kSaturated = std::numeric_limits<Size>::max();

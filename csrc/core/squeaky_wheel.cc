@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "best_search.h"
+#include "peak_live.h"
 
 namespace cadence_memplan {
 namespace detail {
@@ -18,28 +19,16 @@ constexpr int64_t kRoundsBeforeRestart = 25;
 // The most bytes alive at once among the tensors of each memory, already
 // placed ones included: no placement in that memory can end lower.
 std::vector<Size> PeakLiveBounds(const PlanRequest& request, const PlanResult& plan) {
-  const size_t memory_count = request.memories.size();
-  std::vector<std::vector<std::pair<Time, Size>>> events(memory_count + 1);
-  const auto add = [&](const Tensor& t, MemId m) {
-    if (t.lifetime.empty()) return;
-    events[m].push_back({t.lifetime.start, t.size});
-    events[m].push_back({SaturatingAdd(t.lifetime.end, 1), -t.size});
-  };
-  for (const PlacedTensor& p : request.placed) add(p.tensor, p.placement.mem_id);
-  for (size_t i = 0; i < request.tensors.size(); ++i)
-    add(request.tensors[i], plan.placements[i].mem_id);
-  std::vector<Size> bounds(memory_count + 1, 0);
-  for (size_t m = 1; m <= memory_count; ++m) {
-    std::sort(events[m].begin(), events[m].end());  // Ends before starts at the same time.
-    Size live = 0;
-    for (const auto& [time, delta] : events[m]) {
-      // Saturating at both ends: live bytes may add up past 2^63, and after
-      // that the removals would take the sum below zero. The bounds only
-      // steer the search, so a saturated one costs no correctness.
-      live = delta > 0 ? SaturatingAdd(live, delta) : std::max<Size>(0, live + delta);
-      bounds[m] = std::max(bounds[m], live);
-    }
+  std::vector<PeakLive> live(request.memories.size() + 1);
+  // The bounds only steer the search, so a saturated one costs no correctness.
+  for (const PlacedTensor& p : request.placed) {
+    live[p.placement.mem_id].Add(p.tensor.lifetime, p.tensor.size);
   }
+  for (size_t i = 0; i < request.tensors.size(); ++i) {
+    live[plan.placements[i].mem_id].Add(request.tensors[i].lifetime, request.tensors[i].size);
+  }
+  std::vector<Size> bounds(live.size(), 0);
+  for (size_t m = 1; m < live.size(); ++m) bounds[m] = live[m].Peak();
   return bounds;
 }
 
