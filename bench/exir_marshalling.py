@@ -2,7 +2,7 @@
 reading the specs and building exir's ``MemoryAlgoResult``, per spec.
 
 Each round times, in one process and interleaved, ``cadence_memplan.exir.greedy`` on a
-synthetic graph's TensorSpecs and ``api.pack_shared_objects`` on the graph's arrays (the
+synthetic graph's TensorSpecs and ``cadence_memplan.exir.records.pack_shared_objects`` on the graph's arrays (the
 records greedy reads from those specs: the packing alone). Every call starts from
 unplanned specs after a full collection, so none pays for the garbage of another. The
 difference of the two medians, per spec, is what the TensorSpec call adds::

@@ -13,7 +13,7 @@ a quarter of the graph's peak-live bytes and a slow one of 1 TiB, so the fast ba
 up and tensors spill. Columns: exir's Python; ours with ``occupancy="scan"`` (exir's loops
 over shared objects and their allocations, in C++: the simplest correct port); ours (the
 default, ``occupancy="auto"``); then
-the C++ packing alone on the graph's arrays (``cadence_memplan.api.pack_shared_objects``),
+the C++ packing alone on the graph's arrays (``cadence_memplan.exir.records.pack_shared_objects``),
 scan and ours: what is left of a TensorSpec call is reading the specs and building exir's
 ``MemoryAlgoResult``.
 Each cell runs in a forked child (bench/table.py's ``run_cell``); exir and the naive scan
@@ -54,7 +54,7 @@ from workloads import Workload, instance_workloads, synthetic_workloads
 
 import cadence_memplan
 import cadence_memplan.exir
-from cadence_memplan import api
+from cadence_memplan.exir import records
 from cadence_memplan.models import build_model
 from cadence_memplan.stats import peak_live_bytes
 
@@ -112,19 +112,19 @@ def _core_on_arrays(
     """The C++ packing alone, on the workload's arrays (what ``cadence_memplan.exir``
     calls once it has read the specs): the rest of a TensorSpec call is marshalling."""
     starts, ends, sizes = workload.arrays
-    tensors = api.exir_tensors(len(sizes))
+    tensors = records.exir_tensors(len(sizes))
     tensors["lifetime"]["start"] = starts
     tensors["lifetime"]["end"] = ends
     tensors["sort_size"] = tensors["nbytes"] = sizes
     banks = None
     if algorithm == "banked_greedy":
         target_banks = _target(workload).banks
-        banks = np.zeros(len(target_banks), dtype=api.BANK_DTYPE)
+        banks = np.zeros(len(target_banks), dtype=records.BANK_DTYPE)
         for field in ("mem_id", "size", "alignment"):
             banks[field] = [getattr(bank, field) or 0 for bank in target_banks]
 
     def run() -> Any:
-        return api.pack_shared_objects(
+        return records.pack_shared_objects(
             tensors, alignment=ALIGNMENT, allow_overlapping_allocations=True, extra_padding=0,
             input_sizes=np.zeros(0, dtype=np.int64), banks=banks,
             occupancy="scan" if implementation == "naive core" else "auto",

@@ -242,39 +242,6 @@ def test_the_extension_takes_keywords_only_and_names_its_results():
     assert result.call_bufsizes.tolist() == [0, 4]
 
 
-def test_exir_records_of_another_layout_are_refused_not_cast():
-    from cadence_memplan import api
-
-    foreign = np.zeros(1, dtype=[("start", "<i8"), ("end", "<i8"), ("size", "<i8")])
-    with pytest.raises(TypeError):
-        api.pack_shared_objects(
-            foreign,
-            alignment=16,
-            allow_overlapping_allocations=True,
-            extra_padding=0,
-            input_sizes=np.zeros(0, dtype=np.int64),
-            banks=None,
-            occupancy="auto",
-        )
-    tensors = api.exir_tensors(1)
-    tensors["lifetime"]["end"] = 3
-    tensors["sort_size"] = tensors["nbytes"] = 40
-    packing = api.pack_shared_objects(
-        tensors,
-        alignment=16,
-        allow_overlapping_allocations=True,
-        extra_padding=0,
-        input_sizes=np.zeros(0, dtype=np.int64),
-        banks=None,
-        occupancy="auto",
-    )
-    assert (packing.error, packing.offsets.tolist(), packing.bufsizes.tolist()) == (
-        "",
-        [0],
-        [0, 48],
-    )
-
-
 @pytest.mark.parametrize(
     "size", [2, 1023, 1024, 1536, 10**6, (5 << 30) + 12345, (3 << 40) + 1, (1 << 62) - 1]
 )

@@ -356,9 +356,8 @@ def test_verify_storage_reuse_named_errors() -> None:
 def test_an_untested_executorch_runs_exirs_own_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outside the tested executorch range (_boundary/upstream.py) ``greedy`` hands every
     input to exir's own function, so the result is exir's and the core is never asked."""
-    from cadence_memplan import api
     from cadence_memplan._boundary import upstream as _upstream
-    from cadence_memplan.exir import planners
+    from cadence_memplan.exir import planners, records
 
     calls: list[int] = []
 
@@ -371,7 +370,7 @@ def test_an_untested_executorch_runs_exirs_own_greedy(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(_upstream, "_SUPPORTED", False)
     monkeypatch.setattr(planners.exir_planning, "greedy", exirs)
-    monkeypatch.setattr(api, "pack_shared_objects", no_packing)
+    monkeypatch.setattr(records, "pack_shared_objects", no_packing)
     case = next(iter(NAMED_GREEDY_CASES.values()))
     specs = build_specs(case.specs)
     assert_same_outcome(

@@ -8,6 +8,7 @@ import copy
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip(
@@ -25,6 +26,8 @@ from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan
 import cadence_memplan.exir as ours
+from cadence_memplan._boundary import tensorspecs
+from cadence_memplan.exir import records
 
 pytestmark = pytest.mark.executorch
 
@@ -188,3 +191,42 @@ def test_unknown_occupancy_is_refused_before_any_spec_changes() -> None:
     with pytest.raises(ValueError, match=message):
         ours.verify_storage_reuse(None, occupancy="fast")  # type: ignore[arg-type]
     assert [(spec.alignment, spec.mem_id, spec.mem_offset) for spec in specs] == before
+
+
+def test_exir_records_of_another_layout_are_refused_not_cast():
+    foreign = np.zeros(1, dtype=[("start", "<i8"), ("end", "<i8"), ("size", "<i8")])
+    with pytest.raises(TypeError):
+        records.pack_shared_objects(
+            foreign,
+            alignment=16,
+            allow_overlapping_allocations=True,
+            extra_padding=0,
+            input_sizes=np.zeros(0, dtype=np.int64),
+            banks=None,
+            occupancy="auto",
+        )
+    tensors = records.exir_tensors(1)
+    tensors["lifetime"]["end"] = 3
+    tensors["sort_size"] = tensors["nbytes"] = 40
+    packing = records.pack_shared_objects(
+        tensors,
+        alignment=16,
+        allow_overlapping_allocations=True,
+        extra_padding=0,
+        input_sizes=np.zeros(0, dtype=np.int64),
+        banks=None,
+        occupancy="auto",
+    )
+    assert (packing.error, packing.offsets.tolist(), packing.bufsizes.tolist()) == (
+        "",
+        [0],
+        [0, 48],
+    )
+
+
+def test_the_boundarys_storage_base_codes_are_the_cores() -> None:
+    """read_exir_specs' base column goes into the ExirTensor records unchanged."""
+    assert (tensorspecs.NO_STORAGE_BASE, tensorspecs.OUTSIDE_STORAGE_BASE) == (
+        records.NO_STORAGE_BASE,
+        records.OUTSIDE_STORAGE_BASE,
+    )

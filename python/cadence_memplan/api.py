@@ -1,7 +1,8 @@
-"""The array API: plan and validate tensors given as integer arrays. The only caller of the
-C++ extension (``_core``): it checks the public API's options, converts the input to int64
-arrays and calls the core (which releases the GIL) by keyword, reading its results by
-name. The core's failures arrive as :class:`PlanningError`, the peak-live bound stated."""
+"""The array API: plan and validate tensors given as integer arrays. One of the two callers
+of the C++ extension (``_core``; the other, ``exir/records.py``, hands it exir's record
+arrays): it checks the public API's options, converts the input to int64 arrays and calls
+the core (which releases the GIL) by keyword, reading its results by name. The core's
+failures arrive as :class:`PlanningError`, the peak-live bound stated."""
 
 from __future__ import annotations
 
@@ -32,18 +33,8 @@ from ._validation import (
 UNLIMITED_NODES = 2**63 - 1
 
 __all__ = [
-    "BANK_DTYPE",
-    "EXIR_TENSOR_DTYPE",
-    "NO_STORAGE_BASE",
-    "OUTSIDE_STORAGE_BASE",
-    "REUSE_TENSOR_DTYPE",
-    "SharedObjectPacking",
-    "StorageReuse",
     "allowed_mask",
     "blocked_masks",
-    "check_storage_reuse",
-    "exir_tensors",
-    "pack_shared_objects",
     "plan",
     "plan_prepared",
     "validate",
@@ -333,75 +324,3 @@ def validate(
         memory_alignments=as_int64("memory_alignments", memory_alignments),
     )
     return problem or None
-
-
-# exir's tensors, banks and finished plans as the core reads them: structured arrays whose
-# dtypes are the core's own structs (csrc/core/shared_objects.h: ExirTensor, Bank,
-# ReuseTensor), so their fields are listed only there.
-EXIR_TENSOR_DTYPE: np.dtype[np.void] = _core.EXIR_TENSOR_DTYPE
-BANK_DTYPE: np.dtype[np.void] = _core.BANK_DTYPE
-REUSE_TENSOR_DTYPE: np.dtype[np.void] = _core.REUSE_TENSOR_DTYPE
-# ExirTensor.base for a tensor without storage_base, and for one whose storage_base is not
-# among the tensors (exir reports it as unresolvable).
-NO_STORAGE_BASE: int = _core.NO_STORAGE_BASE
-OUTSIDE_STORAGE_BASE: int = _core.OUTSIDE_STORAGE_BASE
-_NO_BANKS = np.zeros(0, dtype=BANK_DTYPE)
-# The results of pack_shared_objects and check_storage_reuse, read by name.
-SharedObjectPacking = _core.SharedObjectPacking
-StorageReuse = _core.StorageReuse
-
-
-def exir_tensors(count: int) -> npt.NDArray[np.void]:
-    """``count`` ExirTensor records for :func:`pack_shared_objects` to fill: no storage
-    base, memory 1, not pinned, everything else 0."""
-    tensors = np.zeros(count, dtype=EXIR_TENSOR_DTYPE)
-    tensors["mem_id"] = 1
-    tensors["base"] = NO_STORAGE_BASE
-    return tensors
-
-
-def pack_shared_objects(
-    tensors: npt.NDArray[np.void],
-    *,
-    alignment: int,
-    allow_overlapping_allocations: bool,
-    extra_padding: int,
-    input_sizes: npt.NDArray[np.int64],
-    banks: npt.NDArray[np.void] | None,
-    occupancy: str,
-) -> SharedObjectPacking:
-    """exir's shared-object packing on ExirTensor records (:func:`exir_tensors`): ``greedy``
-    when ``banks`` is None, else ``BankedGreedy`` over the BANK_DTYPE records (alignment 0
-    = the graph's), in preference order. ``occupancy``: "auto", "interval" (the
-    allocations alive with each tensor, from an index), "tree" (a tree over the objects)
-    or "scan" (exir's loops in C++). The result's ``error`` is "" on success, else the name of exir's failure (``PackErrorKind`` in
-    csrc/core/shared_objects.h) with the tensor and value its message names. Raises
-    ValueError for input exir could not have produced."""
-    return _core.pack_shared_objects(
-        tensors=tensors,
-        alignment=alignment,
-        allow_overlapping_allocations=allow_overlapping_allocations,
-        extra_padding=extra_padding,
-        input_sizes=input_sizes,
-        banks=_NO_BANKS if banks is None else banks,
-        occupancy=occupancy,
-    )
-
-
-def check_storage_reuse(
-    tensors: npt.NDArray[np.void],
-    parents: npt.NDArray[np.int64],
-    *,
-    allow_lifetime_and_storage_overlap: bool,
-    occupancy: str,
-) -> StorageReuse:
-    """exir's ``Verifier.verify_storage_reuse`` on REUSE_TENSOR_DTYPE records: the pairs of
-    tensors whose bytes overlap (``reuse_pairs``) and whether a pair exir rejects exists
-    (``violation``). ``parents`` links tensors (nodes 0..n-1) and further storage bases to
-    their storage_base, -1 at a root."""
-    return _core.check_storage_reuse(
-        tensors=tensors,
-        parents=parents,
-        allow_lifetime_and_storage_overlap=allow_lifetime_and_storage_overlap,
-        occupancy=occupancy,
-    )

@@ -384,7 +384,10 @@ def _model_failure(error: BaseException) -> DoesNotFit:
         return DoesNotFit("a tensor", 0, "; ".join(lines).replace(":; ", ": "), None)
     shape = "x".join(str(size) for size in spec.shape)
     name = f"a {spec.dtype} tensor [{shape}]"
-    size = int(spec.allocated_memory)
+    # A spec exists only once executorch is loaded: the boundary imports it then.
+    from ._boundary.tensorspecs import allocated_sizes
+
+    size = int(allocated_sizes([spec])[0])
     # Within one plan() call the core counts tensors by index: name this one instead.
     headline = f"cannot place {name} ({size:,} bytes) in any memory:"
     reason = "; ".join([headline, *lines[1:]]).replace(":; ", ": ")

@@ -31,8 +31,9 @@ from .._boundary.tensorspecs import (
     Offsets,
     gc_paused,
     object_array,
+    preset_mem_ids,
     read_cadence_specs,
-    set_column,
+    write_placements,
 )
 from .._boundary.upstream import mem_id_blocklists
 from .._types import (
@@ -163,13 +164,15 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 if id(spec) in seen:
                     raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
                 seen.add(id(spec))
-        for index, (spec, mem_id) in enumerate(zip(placed, placed_mem_ids, strict=True)):
+        for index, (spec, mem_id, preset) in enumerate(
+            zip(placed, placed_mem_ids, preset_mem_ids(placed), strict=True)
+        ):
             if (spec if by_identity else id(spec)) in spec_ids:
                 raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
-            if spec.mem_id != mem_id:
+            if preset != mem_id:
                 raise ValueError(
                     f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
-                    f" but has mem_id {spec.mem_id}: {spec!r}"
+                    f" but has mem_id {preset}: {spec!r}"
                 )
 
         with gc_paused():
@@ -229,8 +232,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         kept_weights = read.sizes if weights is None else weights
         self.last_kept = int(kept_weights[result.mem_ids == 1].sum(dtype=object))
 
-        set_column(specs, "mem_id", result.mem_ids.tolist())
-        set_column(specs, "mem_offset", result.offsets.tolist())
+        write_placements(specs, result.mem_ids, result.offsets)
         # Each memory's list by one numpy take: the order is the offsets', so a list's
         # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
         everything = object_array(chain(placed, specs), len(placed) + len(specs))

@@ -23,6 +23,7 @@ from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, Executo
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
 from .._types import ALGORITHMS
 from ..io.memories import Memory
@@ -186,20 +187,22 @@ class PlannedSpecs:
         self.labels = [spec_names.get(id(spec), "?") for spec in self.specs]
         shared = storage_sharing_spec_ids(graph_module)
         self.shares_storage = np.array([id(spec) in shared for spec in self.specs], dtype=bool)
-        self.sizes = np.array([spec.allocated_memory for spec in self.specs], dtype=np.int64)
+        self.sizes = allocated_sizes(self.specs)
 
     def table(self) -> TensorTable:
         """The placed specs (those with a ``mem_id`` and a ``mem_offset``), as they are now."""
-        placed = [spec.mem_id is not None and spec.mem_offset is not None for spec in self.specs]
-        specs = [spec for spec, kept in zip(self.specs, placed, strict=True) if kept]
-        keep = np.array(placed, dtype=bool)
+        keep = placed_mask(self.specs)
+        placed = keep.tolist()
+        placements = read_placements(
+            [spec for spec, kept in zip(self.specs, placed, strict=True) if kept]
+        )
         return TensorTable(
             labels=[label for label, kept in zip(self.labels, placed, strict=True) if kept],
-            mem_ids=np.array([spec.mem_id for spec in specs], dtype=np.int64),
-            offsets=np.array([spec.mem_offset for spec in specs], dtype=np.int64),
+            mem_ids=placements.mem_ids,
+            offsets=placements.offsets,
             sizes=self.sizes[keep],
-            starts=np.array([spec.lifetime[0] for spec in specs], dtype=np.int64),
-            ends=np.array([spec.lifetime[1] for spec in specs], dtype=np.int64),
+            starts=placements.starts,
+            ends=placements.ends,
             shares_storage=self.shares_storage[keep],
         )
 

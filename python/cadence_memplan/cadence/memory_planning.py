@@ -25,7 +25,6 @@ sizes out), for callers written against that older API.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass, MemConstraints
@@ -43,6 +42,7 @@ from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._boundary import upstream
+from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
 from .._validation import is_integer
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
@@ -74,30 +74,23 @@ MEM_ALGOS: tuple[type[MemoryPlanningAlgo], ...] = (
 # --------------------------------------------------------------------------- the pass
 
 
-def _copy_lifetime(lifetime: Any) -> Any:
-    return list(lifetime) if isinstance(lifetime, list) else lifetime
-
-
 class SpecSnapshot:
     """Every TensorSpec's ``mem_id``, ``mem_offset`` and ``lifetime`` in a graph module, to
     put back later: after a failed run, or before planning the same graph again.
 
     Lifetime lists are shared between specs and also changed in place (Cadence's
     constraints widen them), so the list object is kept (to restore the sharing) along
-    with a copy of what it held. A view's fields live in its base, which is what is kept.
+    with a copy of what it held (the boundary's ``save_placements``). A view's fields live
+    in its base, which is what is kept.
     """
 
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
-        self.saved = [
-            (spec, spec.mem_id, spec.mem_offset, spec.lifetime, _copy_lifetime(spec.lifetime))
-            for spec in dict.fromkeys(spec_holder(spec) for spec in graph_specs(graph_module))
-        ]
+        self.saved = save_placements(
+            list(dict.fromkeys(spec_holder(spec) for spec in graph_specs(graph_module)))
+        )
 
     def restore(self) -> None:
-        for spec, mem_id, mem_offset, lifetime, contents in self.saved:
-            if isinstance(lifetime, list):
-                lifetime[:] = contents
-            spec.mem_id, spec.mem_offset, spec.lifetime = mem_id, mem_offset, lifetime
+        restore_placements(self.saved)
 
 
 class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
@@ -233,13 +226,7 @@ def _plan_graph_module(
             ignore_graph_output=not alloc_graph_output,
         )
     )
-    for index, spec in enumerate(specs):
-        lifetime = spec.lifetime
-        if lifetime is None or len(lifetime) != 2 or None in lifetime:
-            raise ValueError(
-                f"spec {index} has lifetime {lifetime!r}: compute lifetimes first"
-                f" (executorch.exir.memory_planning.update_all_tensors_lifetime): {spec!r}"
-            )
+    require_lifetimes(specs)
     algo = algo_class(
         memory_config,
         alloc_graph_input=alloc_graph_input,

@@ -34,6 +34,7 @@ from tabulate import tabulate
 from torch.export import ExportGraphSignature
 
 from .. import stats
+from .._boundary.tensorspecs import allocated_sizes, read_placements
 from ..stats import TensorTable
 from .storage_sharing import storage_sharing_spec_ids
 
@@ -60,7 +61,7 @@ PER_MEMORY_HEADERS = (
     "Usage / Bound",
 )
 
-_UNSET = -1  # stands for None in the int64 columns
+_UNSET = -1  # stands for None in the int64 columns (the boundary's read_placements)
 
 
 def require_placed(table: TensorTable) -> None:
@@ -79,25 +80,20 @@ def read_spec_table(
 ) -> TensorTable:
     """Read each spec once (``allocated_memory`` is computed on every access), leaving out
     the specs ``mem_constraints`` skips, as upstream's reports do. An unplaced spec gets
-    -1 for mem_id/offset; a spec without a lifetime gets the never-alive ``[0, -1]``."""
-    kept: list[TensorSpec] = []
-    rows: list[tuple[int, int, int, int, int]] = []
-    for spec in specs:
-        if mem_constraints is not None and mem_constraints.skipped_spec(spec):
-            continue
-        mem_id, offset, (start, end) = spec.mem_id, spec.mem_offset, spec.lifetime
-        rows.append(
-            (
-                _UNSET if mem_id is None else mem_id,
-                _UNSET if offset is None else offset,
-                spec.allocated_memory,
-                0 if start is None else start,
-                -1 if start is None else end,
-            )
-        )
-        kept.append(spec)
-    columns = np.array(rows, dtype=np.int64).reshape(len(rows), 5).T
-    return TensorTable(kept, *columns)
+    -1 for mem_id/offset; a spec without a lifetime gets the never-alive ``[0, -1]``. Read
+    through the TensorSpec boundary: a value that is not an integer raises TypeError."""
+    kept = [
+        spec for spec in specs if mem_constraints is None or not mem_constraints.skipped_spec(spec)
+    ]
+    placements = read_placements(kept)
+    return TensorTable(
+        kept,
+        placements.mem_ids,
+        placements.offsets,
+        allocated_sizes(kept),
+        placements.starts,
+        placements.ends,
+    )
 
 
 def _graph_spec_table(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,11 +26,9 @@ from executorch.exir.error import InternalError
 from executorch.exir.memory_planning import MemoryAlgoResult
 from executorch.exir.tensor import TensorSpec
 
-from .. import api
 from .._boundary import upstream
 from .._boundary.tensorspecs import (
     EXACT_LIMIT,
-    ExirSpecs,
     NotExact,
     exact_int,
     exir_result,
@@ -41,8 +40,17 @@ from .._boundary.tensorspecs import (
 )
 from .._types import OCCUPANCIES, Occupancy
 from .._validation import check_choice
+from . import records
 
-__all__ = ["BankedGreedy", "greedy"]
+# pack_exir_specs, raise_storage_error and read_exir serve search.py's best too.
+__all__ = [
+    "BankedGreedy",
+    "ExirSpecs",
+    "greedy",
+    "pack_exir_specs",
+    "raise_storage_error",
+    "read_exir",
+]
 
 # ``occupancy`` is the placers' vocabulary (cadence_memplan.OCCUPANCIES), for shared
 # objects: "interval": the allocations alive with each tensor, listed from an index (few
@@ -53,13 +61,38 @@ __all__ = ["BankedGreedy", "greedy"]
 _logger = logging.getLogger(__name__)
 
 
+@dataclass
+class ExirSpecs:
+    """The specs, once, as the core's ExirTensor records (csrc/core/shared_objects.h)."""
+
+    specs: list[TensorSpec]
+    tensors: npt.NDArray[np.void]
+
+
+def read_exir(specs: list[TensorSpec]) -> ExirSpecs:
+    """The specs read through the TensorSpec boundary (``read_exir_specs``: raises
+    NotExact where exir's own function must plan them), as ExirTensor records."""
+    columns = read_exir_specs(specs)
+    tensors = records.exir_tensor_records(
+        columns.starts,
+        columns.ends,
+        columns.sort_sizes,
+        columns.nbytes,
+        mem_ids=columns.mem_ids,
+        pinned=columns.pinned,
+        bases=columns.bases,
+        base_offsets=columns.base_offsets,
+    )
+    return ExirSpecs(specs, tensors)
+
+
 def _bank_records(banks: list[exir_banked.Bank]) -> npt.NDArray[np.void]:
     """A TargetMemoryMap's banks as the core's Bank records (alignment 0: the graph's)."""
-    records = np.zeros(len(banks), dtype=api.BANK_DTYPE)
-    records["mem_id"] = int64(bank.mem_id for bank in banks)
-    records["size"] = int64(bank.size for bank in banks)
-    records["alignment"] = int64(bank.alignment or 0 for bank in banks)
-    return records
+    bank_records = np.zeros(len(banks), dtype=records.BANK_DTYPE)
+    bank_records["mem_id"] = int64(bank.mem_id for bank in banks)
+    bank_records["size"] = int64(bank.size for bank in banks)
+    bank_records["alignment"] = int64(bank.alignment or 0 for bank in banks)
+    return bank_records
 
 
 def pack_exir_specs(
@@ -70,7 +103,7 @@ def pack_exir_specs(
     allow_overlapping_allocations: bool,
     occupancy: str,
     banks: npt.NDArray[np.void] | None,
-) -> api.SharedObjectPacking:
+) -> records.SharedObjectPacking:
     exact_int(alignment, 1, EXACT_LIMIT - 1)
     exact_int(extra_padding, 1 - EXACT_LIMIT, EXACT_LIMIT - 1)
     if banks is not None and any(
@@ -78,7 +111,7 @@ def pack_exir_specs(
         for field in ("mem_id", "size", "alignment")
     ):
         raise NotExact  # a bank of 2^53 bytes or more: exir's Python ints
-    packing = api.pack_shared_objects(
+    packing = records.pack_shared_objects(
         read.tensors,
         alignment=alignment,
         allow_overlapping_allocations=bool(allow_overlapping_allocations),
@@ -92,7 +125,7 @@ def pack_exir_specs(
     return packing
 
 
-def raise_storage_error(read: ExirSpecs, packing: api.SharedObjectPacking) -> None:
+def raise_storage_error(read: ExirSpecs, packing: records.SharedObjectPacking) -> None:
     """exir's _resolve_storage_base_specs errors (specs already realigned)."""
     if not packing.error:
         return
@@ -101,7 +134,7 @@ def raise_storage_error(read: ExirSpecs, packing: api.SharedObjectPacking) -> No
         unresolved = [
             read.specs[index]
             for index in packing.visit_order.tolist()
-            if bases[index] != api.NO_STORAGE_BASE and packing.objects[index] < 0
+            if bases[index] != records.NO_STORAGE_BASE and packing.objects[index] < 0
         ]
         raise InternalError(
             "Circular or unresolvable storage_base dependency chain: "
@@ -139,7 +172,7 @@ def greedy(
     spec_list = list(specs)
     try:
         with gc_paused():
-            read = read_exir_specs(spec_list)
+            read = read_exir(spec_list)
             packing = pack_exir_specs(
                 read,
                 alignment,
@@ -163,7 +196,7 @@ def greedy(
         raise AssertionError("Allocation specs are not sorted")
     raise_storage_error(read, packing)
     with gc_paused():
-        result = exir_result(read, packing)
+        result = exir_result(read.specs, packing)
     _logger.debug("greedy algorithm returns bufsizes: %s", result.bufsizes)
     return result
 
@@ -203,7 +236,7 @@ class BankedGreedy(exir_banked.BankedGreedy):
         banks = self.target.banks
         try:
             with gc_paused():
-                read = read_exir_specs(all_specs)
+                read = read_exir(all_specs)
                 packing = pack_exir_specs(
                     read,
                     alignment,
@@ -223,11 +256,12 @@ class BankedGreedy(exir_banked.BankedGreedy):
             raise AssertionError("Allocation specs are not sorted")
         if packing.error == "pinned_does_not_fit":
             spec = all_specs[packing.error_tensor]
-            bank = self.target.bank(spec.mem_id)
+            mem_id = int(read.tensors["mem_id"][packing.error_tensor])  # the spec's, pinned
+            bank = self.target.bank(mem_id)
             raise exir_banked.BankPlacementError(
                 f"A {spec.allocated_memory}-byte buffer (shape "
                 f"{list(spec.shape)}) is pinned to bank {bank.name} "
-                f"(mem_id={spec.mem_id}), which has {packing.error_value} of "
+                f"(mem_id={mem_id}), which has {packing.error_value} of "
                 f"{bank.size} bytes left. A pinned buffer has no fallback bank."
             )
         if packing.error == "no_bank_fits":
@@ -245,7 +279,7 @@ class BankedGreedy(exir_banked.BankedGreedy):
             )
         raise_storage_error(read, packing)
         with gc_paused():
-            result = exir_result(read, packing)
+            result = exir_result(read.specs, packing)
         upstream.check_bank_capacity(self, result.bufsizes)
         _logger.debug("banked greedy returns bufsizes: %s", result.bufsizes)
         return result

@@ -44,17 +44,18 @@ from .._boundary.tensorspecs import (
     BYTE_LIMIT,
     EXACT_LIMIT,
     TIME_LIMIT,
-    ExirSpecs,
     NotExact,
     exir_result,
     gc_paused,
     input_sizes,
-    read_exir_specs,
     realign,
+    restore_alignments,
+    saved_alignments,
 )
 from .._types import PlanningError
 from .._validation import check_budget_ms
-from .planners import pack_exir_specs, raise_storage_error
+from . import records
+from .planners import ExirSpecs, pack_exir_specs, raise_storage_error, read_exir
 
 __all__ = ["best"]
 
@@ -159,7 +160,7 @@ class _Replanned(NamedTuple):
 
 def _smaller_plan(
     read: ExirSpecs,
-    packing: api.SharedObjectPacking,
+    packing: records.SharedObjectPacking,
     alignment: int,
     extra_padding: int,
     input_sizes: npt.NDArray[np.int64],
@@ -174,7 +175,7 @@ def _smaller_plan(
     inside_root = packing.offsets - packing.offsets[roots]
     offsets, objects = packing.offsets.copy(), packing.objects.copy()
     bufsizes = packing.bufsizes.copy()
-    owners = np.flatnonzero(bases == api.NO_STORAGE_BASE)
+    owners = np.flatnonzero(bases == records.NO_STORAGE_BASE)
     # sorted(set()), not np.unique: that imports numpy.ma on its first call.
     for mem_id in sorted(set(packing.mem_ids[owners].tolist())):
         start = int(input_sizes[mem_id]) if mem_id < len(input_sizes) else 0
@@ -209,31 +210,28 @@ def _exir_greedy_untouched(
 ) -> MemoryAlgoResult:
     """exir's own greedy, for specs the arrays cannot carry; when it raises, the
     alignments it changed first are put back."""
-    alignments = [getattr(spec, "alignment", None) for spec in spec_list]
+    alignments = saved_alignments(spec_list)
     try:
         return exir_planning.greedy(
             alignment, spec_list, graph_module, graph_signature, extra_padding
         )
     except BaseException:
-        for spec, old in zip(spec_list, alignments, strict=True):
-            if old is not None:
-                spec.alignment = old
+        restore_alignments(spec_list, alignments)
         raise
 
 
 def _raise_untouched(
-    spec_list: list[TensorSpec], read: ExirSpecs, packing: api.SharedObjectPacking
+    spec_list: list[TensorSpec], read: ExirSpecs, packing: records.SharedObjectPacking
 ) -> None:
     """exir's storage error, worded with the realigned sizes exir's message shows, then
     the alignments as they were."""
-    alignments = [spec.alignment for spec in spec_list]
+    alignments = saved_alignments(spec_list)  # ints: the specs were read exactly
     try:
         realign(spec_list, packing.final_alignment)
         raise_storage_error(read, packing)
         raise AssertionError(f"unexpected packing error {packing.error!r}")
     finally:
-        for spec, alignment in zip(spec_list, alignments, strict=True):
-            spec.alignment = alignment
+        restore_alignments(spec_list, alignments)
 
 
 def best(
@@ -268,7 +266,7 @@ def best(
     spec_list = list(specs)
     try:
         with gc_paused():
-            read = read_exir_specs(spec_list)
+            read = read_exir(spec_list)
             packing = pack_exir_specs(
                 read, alignment, extra_padding, graph_module, True, "auto", None
             )
@@ -292,6 +290,6 @@ def best(
     replanned = _smaller_plan(read, packing, alignment, extra_padding, submodule_sizes, budget)
     realign(spec_list, packing.final_alignment)
     with gc_paused():
-        result = exir_result(read, replanned)
+        result = exir_result(read.specs, replanned)
     _logger.debug("best returns bufsizes %s (greedy's: %s)", result.bufsizes, greedy_bufsizes)
     return result
