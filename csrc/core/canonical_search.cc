@@ -6,7 +6,30 @@
 namespace cadence_memplan {
 namespace detail {
 
-Outcome CanonicalSearch::Run() {
+Outcome CanonicalSearch::Run(int64_t node_limit, const std::function<bool()>& should_stop) {
+  if (state_ == State::kNew) {
+    state_ = State::kRunning;
+    if (Start() == Outcome::kNotFound) {
+      state_ = State::kFinished;
+      outcome_ = Outcome::kNotFound;
+    }
+  }
+  if (state_ == State::kFinished) return outcome_;
+  const Outcome outcome = Search(node_limit, should_stop);
+  if (outcome == Outcome::kAborted && !stack_.empty()) return outcome;  // Paused.
+  state_ = State::kFinished;
+  outcome_ = outcome;
+  // Nothing will be searched again: free the state (the solution stays).
+  stack_ = {};
+  parts_ = {};
+  low_log_ = {};
+  min_offset_log_ = {};
+  min_offset_log_values_ = {};
+  lowest_in_ = {};
+  return outcome_;
+}
+
+Outcome CanonicalSearch::Start() {
   const size_t n = p_.items.size();
   const auto sections = static_cast<SectionIndex>(p_.section_times.size());
   offset_.assign(n, kNoUnit);
@@ -50,14 +73,15 @@ Outcome CanonicalSearch::Run() {
                         root.bounds.begin() - 1;
     root.side_items[side].push_back(static_cast<ItemIndex>(i));
   }
-  return SolveSides(std::move(root));
+  stack_.push_back(std::move(root));
+  return Outcome::kAborted;  // Not answered yet.
 }
 
-inline Outcome CanonicalSearch::SolveSides(Frame root) {
-  std::vector<Frame> stack;
-  stack.push_back(std::move(root));
-  Outcome result = Outcome::kNotFound;
-  bool returned = false;  // `result` is the answer of the frame just popped.
+inline Outcome CanonicalSearch::Search(int64_t node_limit,
+                                       const std::function<bool()>& should_stop) {
+  std::vector<Frame>& stack = stack_;
+  Outcome& result = result_;
+  bool& returned = returned_;
   while (!stack.empty()) {
     Frame& frame = stack.back();
     if (frame.sides) {
@@ -89,13 +113,16 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
       continue;
     }
     if (!frame.started) {
+      // Pause before the node, so that the next call starts it: where a
+      // step stops does not change what the search visits.
+      if (nodes_ >= node_limit || ((nodes_ & 255) == 0 && should_stop())) {
+        return Outcome::kAborted;
+      }
+      ++nodes_;
       frame.started = true;
-      if (++nodes_ > node_limit_ || UndoBytes() > kMaxUndoBytes ||
-          ((nodes_ & 255) == 0 && should_stop_())) {
-        result = Outcome::kAborted;
-        stack.pop_back();
-        returned = true;
-        continue;
+      if (UndoBytes() > kMaxUndoBytes) {
+        stack.clear();  // Memory: give up.
+        return Outcome::kAborted;
       }
       if (!StartCandidates(&frame)) {
         result = Outcome::kFound;  // Every tensor of the part is placed.
@@ -106,10 +133,13 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
     }
     if (returned) {
       returned = false;
+      // Also on kFound: a decomposition's side that fits is undone on the
+      // way up (the solution keeps its offsets), so that a later side that
+      // does not fit can backtrack above it.
       Remove(frame.placed, frame.mark);
       parts_[frame.part].Relink(frame.placed_rank);
       frame.placed = kNoItem;
-      if (result != Outcome::kNotFound) {
+      if (result == Outcome::kFound) {
         stack.pop_back();
         returned = true;
         continue;

@@ -1,18 +1,29 @@
 // CanonicalSearch: one depth-first search over the canonical packings of a
 // UnitProblem (unit_problem.h) at a fixed capacity in units, with one static
-// preorder, up to a node limit. exact_search.h says what a canonical packing
+// preorder, in steps of nodes. exact_search.h says what a canonical packing
 // is and why the search, with its pruning, is complete: the dominance rule,
 // the sections' unallocated floor, the symmetry of identical tensors, and the
 // decomposition into independent parts. Its answers are exact: kFound comes
 // with a packing whose every item lies within the capacity, clear of the
 // items alive with it (lifetimes inclusive [start, end]) and of the ranges
-// that obstacles forbid it; kNotFound means no packing fits; kAborted (the
-// node limit or should_stop) says nothing.
+// that obstacles forbid it; kNotFound means no packing fits; kAborted (a
+// node limit, should_stop, or a search that gave up: below) says nothing.
 //
-// Deterministic: the same problem, capacity, preorder and node limit give the
-// same answer and node count, whatever the thread, unless should_stop ends it.
-// One search is single-threaded; Decide (exact_search.cc) runs one per
-// preorder, in threads, on the same read-only UnitProblem.
+// Resumable: a search stopped by its node limit or should_stop keeps its
+// stack, and the next Run with a larger limit goes on where it stopped. So
+// the restarts of exact_search.cc, which raise each member's limit round
+// after round, pay each node once: a run to n nodes in several steps visits
+// exactly the nodes, in the same order, that one run to n visits.
+//
+// Bounded memory: the undo logs, the only memory that grows with the depth,
+// are capped at kMaxUndoBytes (exact_search.h); a search that would pass it
+// gives up (kAborted, for good).
+//
+// Deterministic: the same problem, capacity, preorder and sequence of node
+// limits give the same answers and node counts, whatever the thread, unless
+// should_stop ends a step; and where a step stops does not change what the
+// search visits after it. One search is single-threaded; exact_search.cc
+// runs one per preorder, in threads, on the same read-only UnitProblem.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "exact_search.h"
 #include "unit_problem.h"
 
 namespace cadence_memplan {
@@ -29,24 +41,28 @@ namespace detail {
 enum class Outcome { kFound, kNotFound, kAborted };
 
 // One depth-first search over canonical packings (exact_search.h) at a fixed
-// capacity, with one static preorder, up to a node limit.
+// capacity, with one static preorder, run in steps up to node limits.
 class CanonicalSearch {
  public:
-  CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder,
-                  int64_t node_limit, std::function<bool()> should_stop)
-      : p_(problem),
-        capacity_(capacity),
-        preorder_(preorder),
-        node_limit_(node_limit),
-        should_stop_(std::move(should_stop)) {}
+  CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder)
+      : p_(problem), capacity_(capacity), preorder_(preorder) {}
 
-  // Searches once: kFound when a packing fits (its units in solution()),
-  // kNotFound when none does, kAborted at the node limit or should_stop.
-  Outcome Run();
+  // Searches on until an answer, `node_limit` nodes in all (counted since
+  // the first call), should_stop (polled every 256 nodes) or giving up: kFound
+  // when a packing fits (its units in solution()), kNotFound when none does,
+  // else kAborted. After an answer or giving up, every call returns the same
+  // without searching; after kAborted otherwise, a call with a larger limit
+  // (or should_stop false) goes on.
+  Outcome Run(int64_t node_limit, const std::function<bool()>& should_stop);
 
   // Units per item, after kFound.
   const std::vector<Unit>& solution() const { return solution_; }
+  // Nodes visited since construction.
   int64_t nodes() const { return nodes_; }
+  // Answered (kFound or kNotFound) or gave up: no call searches again.
+  bool finished() const { return state_ == State::kFinished; }
+  // Gave up: its undo logs would have passed kMaxUndoBytes.
+  bool gave_up() const { return finished() && outcome_ == Outcome::kAborted; }
 
  private:
   struct Part {
@@ -99,8 +115,15 @@ class CanonicalSearch {
     size_t next_side = 0;
   };
 
-  // Solves the parts pushed as `root` sides.
-  Outcome SolveSides(Frame root);
+  enum class State { kNew, kRunning, kFinished };
+
+  // Sets up the state for the empty packing and pushes the root frame;
+  // kNotFound when some item or section cannot fit at all.
+  Outcome Start();
+
+  // Runs the frames on stack_ until an answer, the limit or should_stop
+  // (kAborted with the stack kept, to resume), or giving up.
+  Outcome Search(int64_t node_limit, const std::function<bool()>& should_stop);
 
   // A part in the search's preorder, with the totals of now.
   Part MakePart(std::vector<ItemIndex> items, SectionIndex lo, SectionIndex hi) const;
@@ -163,9 +186,14 @@ class CanonicalSearch {
   const UnitProblem& p_;
   const Unit capacity_;
   const std::string preorder_;
-  const int64_t node_limit_;
-  const std::function<bool()> should_stop_;
   int64_t nodes_ = 0;
+  State state_ = State::kNew;
+  Outcome outcome_ = Outcome::kAborted;  // Once finished.
+  // The frames of the search, root first; `returned` and `result` carry the
+  // answer of the frame just popped to the one below it.
+  std::vector<Frame> stack_;
+  bool returned_ = false;
+  Outcome result_ = Outcome::kNotFound;
 
   std::vector<Unit> offset_;      // Per item: placed at, or kNoUnit.
   std::vector<Unit> solution_;    // Per item: the last placement (a leaf's, after kFound).

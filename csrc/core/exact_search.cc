@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -69,10 +70,11 @@ const std::vector<std::string>& Preorders() {
   return preorders;
 }
 
-// One decision at `capacity` units: every preorder's search with the same
+// One decision at `capacity` units: every preorder's search, each up to a
 // node limit, on up to limits.threads threads. The answer is the first
 // member's, in preorder order, that reached one; the nodes charged are those
-// of that member and the members before it, so neither depends on threads.
+// each member visited in this call, for that member and the members before
+// it, so neither depends on threads.
 struct Decision {
   Fit fit = Fit::kUnknown;
   std::vector<Unit> units;  // Per item, with kFits.
@@ -80,65 +82,106 @@ struct Decision {
   std::string strategy;
 };
 
-Decision Decide(const UnitProblem& problem, Unit capacity, int64_t node_limit,
-                Controller& controller) {
-  const std::vector<std::string>& preorders = Preorders();
-  const int count = static_cast<int>(preorders.size());
-  std::vector<Outcome> outcomes(count, Outcome::kAborted);
-  std::vector<int64_t> nodes(count, 0);
-  std::vector<std::vector<Unit>> solutions(count);
-  std::atomic<int> answered{count};  // The lowest member with an answer.
-  std::atomic<int> next{0};
-  std::mutex mutex;
-  std::condition_variable done;
-  int finished_threads = 0;
-  const auto work = [&] {
-    for (int k; (k = next++) < count;) {
-      if (answered.load() < k || controller.stopped()) continue;
-      CanonicalSearch search(problem, capacity, preorders[k], node_limit,
-                             [&, k] { return answered.load() < k || controller.Poll(); });
-      outcomes[k] = search.Run();
-      nodes[k] = search.nodes();
-      if (outcomes[k] == Outcome::kAborted) continue;
-      solutions[k] = search.solution();
-      int seen = answered.load();
-      while (k < seen && !answered.compare_exchange_weak(seen, k)) {
+// The members of the decisions at one capacity, kept between them: a
+// decision with a larger node limit resumes each member where the last one
+// stopped (canonical_search.h), so that raising the limit round after round
+// (the restarts over the preorders) visits each node once instead of
+// replaying every node of the rounds before. An answer is final: a member
+// that answered, or gave up, is not run again.
+class Members {
+ public:
+  Members(const UnitProblem& problem, Unit capacity)
+      : problem_(&problem), capacity_(capacity), searches_(Preorders().size()) {}
+
+  Unit capacity() const { return capacity_; }
+  // The node limit of the last decision: every member has visited at most
+  // this many nodes, and those that are still open exactly as many, unless
+  // the deadline stopped them.
+  int64_t limit() const { return limit_; }
+  // Nodes visited by all members since they were made.
+  int64_t nodes() const {
+    int64_t sum = 0;
+    for (const auto& search : searches_) sum += search ? search->nodes() : 0;
+    return sum;
+  }
+
+  // Every member gave up (canonical_search.h): no decision here answers.
+  bool exhausted() const {
+    for (const auto& search : searches_) {
+      if (!search || !search->gave_up()) return false;
+    }
+    return true;
+  }
+
+  // Runs every member on to `node_limit` nodes in all (since it was made).
+  Decision Decide(int64_t node_limit, Controller& controller) {
+    const std::vector<std::string>& preorders = Preorders();
+    const int count = static_cast<int>(preorders.size());
+    limit_ = std::max(limit_, node_limit);
+    std::vector<Outcome> outcomes(count, Outcome::kAborted);
+    std::vector<int64_t> nodes(count, 0);
+    std::atomic<int> answered{count};  // The lowest member with an answer.
+    std::atomic<int> next{0};
+    std::mutex mutex;
+    std::condition_variable done;
+    int finished_threads = 0;
+    const auto work = [&] {
+      for (int k; (k = next++) < count;) {
+        if (answered.load() < k || controller.stopped()) continue;
+        if (!searches_[k]) {
+          searches_[k] = std::make_unique<CanonicalSearch>(*problem_, capacity_, preorders[k]);
+        }
+        CanonicalSearch& search = *searches_[k];
+        const int64_t before = search.nodes();
+        outcomes[k] =
+            search.Run(node_limit, [&, k] { return answered.load() < k || controller.Poll(); });
+        nodes[k] = search.nodes() - before;
+        if (outcomes[k] == Outcome::kAborted) continue;
+        int seen = answered.load();
+        while (k < seen && !answered.compare_exchange_weak(seen, k)) {
+        }
+      }
+    };
+    const int threads = std::min(controller.threads(), count);
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) {
+      pool.emplace_back([&] {
+        work();
+        const std::lock_guard<std::mutex> lock(mutex);
+        ++finished_threads;
+        done.notify_one();
+      });
+    }
+    work();
+    // Keep polling for Ctrl-C while the other threads finish.
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      while (finished_threads < threads - 1) {
+        done.wait_for(lock, std::chrono::milliseconds(10));
+        lock.unlock();
+        controller.Poll();
+        lock.lock();
       }
     }
-  };
-  const int threads = std::min(controller.threads(), count);
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) {
-    pool.emplace_back([&] {
-      work();
-      const std::lock_guard<std::mutex> lock(mutex);
-      ++finished_threads;
-      done.notify_one();
-    });
-  }
-  work();
-  // Keep polling for Ctrl-C while the other threads finish.
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (finished_threads < threads - 1) {
-      done.wait_for(lock, std::chrono::milliseconds(10));
-      lock.unlock();
-      controller.Poll();
-      lock.lock();
-    }
-  }
-  for (std::thread& thread : pool) thread.join();
-  controller.ThrowIfInterrupted();
+    for (std::thread& thread : pool) thread.join();
+    controller.ThrowIfInterrupted();
 
-  Decision decision;
-  const int winner = answered.load();
-  for (int k = 0; k < count && k <= winner; ++k) decision.nodes += nodes[k];
-  if (winner == count) return decision;
-  decision.fit = outcomes[winner] == Outcome::kFound ? Fit::kFits : Fit::kDoesNotFit;
-  decision.strategy = "exact search, preorder " + preorders[winner];
-  if (decision.fit == Fit::kFits) decision.units = std::move(solutions[winner]);
-  return decision;
-}
+    Decision decision;
+    const int winner = answered.load();
+    for (int k = 0; k < count && k <= winner; ++k) decision.nodes += nodes[k];
+    if (winner == count) return decision;
+    decision.fit = outcomes[winner] == Outcome::kFound ? Fit::kFits : Fit::kDoesNotFit;
+    decision.strategy = "exact search, preorder " + preorders[winner];
+    if (decision.fit == Fit::kFits) decision.units = searches_[winner]->solution();
+    return decision;
+  }
+
+ private:
+  const UnitProblem* problem_;
+  Unit capacity_;
+  int64_t limit_ = 0;
+  std::vector<std::unique_ptr<CanonicalSearch>> searches_;  // Per preorder, made when first run.
+};
 
 std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& units,
                               const std::vector<Unit>& item_units) {
@@ -190,9 +233,13 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
   }
   if (!units.searchable) return result;  // Too large to list: kUnknown.
   int64_t remaining = limits.max_nodes;
+  // One set of members, resumed with a doubled limit each round.
+  Members members(units, capacity_units);
   for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    const Decision decision = Decide(units, capacity_units, std::min(limit, remaining), controller);
+    if (members.exhausted()) break;
+    const Decision decision =
+        members.Decide(std::min(limit, SaturatingAdd(members.limit(), remaining)), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
     if (decision.fit == Fit::kUnknown) continue;
@@ -225,7 +272,9 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   // Probes capacity `at` >= lower (in units): the items at Snap(at), which
   // admits the same packings (unit_problem.h). Returns the answer.
   const auto probe_at = [&](Unit at, int64_t limit) {
-    const Decision decision = Decide(units, units.Snap(at), std::min(limit, remaining), controller);
+    // Fresh members: this schedule probes a capacity once per limit.
+    Members members(units, units.Snap(at));
+    const Decision decision = members.Decide(std::min(limit, remaining), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
     if (decision.fit == Fit::kFits) {

@@ -7,7 +7,8 @@
 //     it, and never claim a bound above it;
 //   * packings known by construction: a rectangle of capacity x time cut into
 //     tensors, whose optimum is the capacity;
-//   * determinism under threads, node budgets, and interruption.
+//   * determinism under threads, node budgets, and interruption;
+//   * a search run in steps (resumed) visits what one run visits.
 #include "exact_search.h"
 
 #include <chrono>
@@ -18,10 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "canonical_search.h"
 #include "check.h"
 #include "cut_rectangles.h"
 #include "packing_oracle.h"
 #include "planner.h"
+#include "unit_problem.h"
 
 namespace {
 
@@ -265,6 +268,55 @@ void TestThreadsAndNodes() {
   }
 }
 
+// The byte offsets of a search's solution (lone tensors at 0).
+std::vector<Offset> SolutionOffsets(const PackingProblem& p, const detail::UnitProblem& units,
+                                    const std::vector<detail::Unit>& solution) {
+  std::vector<Offset> offsets(p.tensors.size(), 0);
+  for (size_t i = 0; i < units.items.size(); ++i) {
+    offsets[units.items[i].tensor] = solution[i] * p.alignment;
+  }
+  return offsets;
+}
+
+// A search stopped at its node limit and run again with a larger one goes
+// on where it stopped (canonical_search.h): run in steps of a few nodes, it
+// gives the answer, the node count and the packing of one run, at
+// capacities that fit, that do not, and that the limit leaves open.
+void TestResumedSearch() {
+  std::mt19937_64 rng(77);
+  int answered = 0, open = 0;
+  for (int c = 0; c < 24; ++c) {
+    const Size units = Pick(rng, 8, 40);
+    const PackingProblem p =
+        CutRectangle(rng, units, Pick(rng, 4, 30), static_cast<int>(Pick(rng, 10, 50)), 1);
+    const detail::UnitProblem unit_problem(p);
+    const detail::Unit capacity = units + Pick(rng, -2, 3);
+    const std::string preorder = std::vector<std::string>{"TWA", "WAT", "TAW"}[c % 3];
+    memplan_test::SetContext("resumed search " + std::to_string(c));
+    const int64_t limit = 3000;
+    const auto never = [] { return false; };
+    detail::CanonicalSearch one(unit_problem, capacity, preorder);
+    const detail::Outcome whole = one.Run(limit, never);
+    detail::CanonicalSearch steps(unit_problem, capacity, preorder);
+    detail::Outcome stepped = detail::Outcome::kAborted;
+    for (int64_t to = 7; to <= limit && stepped == detail::Outcome::kAborted; to += 7) {
+      stepped = steps.Run(to, never);
+    }
+    if (stepped == detail::Outcome::kAborted) stepped = steps.Run(limit, never);
+    CHECK(whole == stepped);
+    CHECK_EQ(one.nodes(), steps.nodes());
+    if (whole == detail::Outcome::kFound) {
+      CHECK(one.solution() == steps.solution());
+      CHECK_EQ(PackingProblemWith(p, capacity, SolutionOffsets(p, unit_problem, steps.solution())),
+               std::string());
+    }
+    answered += whole != detail::Outcome::kAborted;
+    open += whole == detail::Outcome::kAborted;
+  }
+  memplan_test::SetContext("resumed search");
+  CHECK(answered > 5);  // Not vacuous.
+}
+
 // An interruption stops the search within a few polls and throws.
 void TestInterrupted() {
   memplan_test::SetContext("interrupted");
@@ -321,6 +373,7 @@ int main() {
   TestKnownOptimum();
   TestCutRectangleSet();
   TestThreadsAndNodes();
+  TestResumedSearch();
   TestInterrupted();
   Stats stats;
   for (uint64_t seed = 1; seed <= 600; ++seed) CheckAgainstBruteForce(seed, stats);
