@@ -77,6 +77,20 @@ Outcome CanonicalSearch::Start() {
   return Outcome::kAborted;  // Not answered yet.
 }
 
+void CanonicalSearch::DropOldestUndo() {
+  // Keep the newest half of each log: halving (not trimming to the cap)
+  // makes the cost of the copies linear in the entries logged.
+  const size_t lows = low_log_.size() / 2;
+  low_log_.erase(low_log_.begin(), low_log_.begin() + static_cast<std::ptrdiff_t>(lows));
+  lows_dropped_ += lows;
+  const size_t mins = min_offset_log_.size() / 2;
+  min_offset_log_.erase(min_offset_log_.begin(),
+                        min_offset_log_.begin() + static_cast<std::ptrdiff_t>(mins));
+  min_offset_log_values_.erase(min_offset_log_values_.begin(),
+                               min_offset_log_values_.begin() + static_cast<std::ptrdiff_t>(mins));
+  min_offsets_dropped_ += mins;
+}
+
 inline Outcome CanonicalSearch::Search(int64_t node_limit,
                                        const std::function<bool()>& should_stop) {
   std::vector<Frame>& stack = stack_;
@@ -120,10 +134,7 @@ inline Outcome CanonicalSearch::Search(int64_t node_limit,
       }
       ++nodes_;
       frame.started = true;
-      if (UndoBytes() > kMaxUndoBytes) {
-        stack.clear();  // Memory: give up.
-        return Outcome::kAborted;
-      }
+      if (UndoBytes() > max_undo_bytes_) DropOldestUndo();
       if (!StartCandidates(&frame)) {
         result = Outcome::kFound;  // Every tensor of the part is placed.
         stack.pop_back();
@@ -133,12 +144,19 @@ inline Outcome CanonicalSearch::Search(int64_t node_limit,
     }
     if (returned) {
       returned = false;
-      // Also on kFound: a decomposition's side that fits is undone on the
-      // way up (the solution keeps its offsets), so that a later side that
-      // does not fit can backtrack above it.
-      Remove(frame.placed, frame.mark);
-      parts_[frame.part].Relink(frame.placed_rank);
-      frame.placed = kNoItem;
+      if (Undoable(frame.mark)) {
+        // Also on kFound: a decomposition's side that fits is undone on the
+        // way up (the solution keeps its offsets), so that a later side that
+        // does not fit can backtrack above it.
+        Remove(frame.placed, frame.mark);
+        parts_[frame.part].Relink(frame.placed_rank);
+        frame.placed = kNoItem;
+      } else if (result == Outcome::kNotFound) {
+        stack.clear();  // It must backtrack past what the logs kept: give up.
+        return Outcome::kAborted;
+      }
+      // Else kFound, and no backtracking can reach this frame any more (the
+      // frames below it have older marks): its placement may stay.
       if (result == Outcome::kFound) {
         stack.pop_back();
         returned = true;
@@ -153,7 +171,7 @@ inline Outcome CanonicalSearch::Search(int64_t node_limit,
       const int32_t twin = part.twin[candidate.rank];
       if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
       const ItemIndex i = part.items[candidate.rank];
-      frame.mark = {low_log_.size(), min_offset_log_.size()};
+      frame.mark = {lows_dropped_ + low_log_.size(), min_offsets_dropped_ + min_offset_log_.size()};
       const bool split = Place(i, candidate.offset);
       if (!FitsAfter(part, candidate.offset)) {
         Remove(i, frame.mark);
@@ -423,12 +441,12 @@ inline void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
 
 inline void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
   const Item& item = p_.items[i];
-  while (min_offset_log_.size() > mark.min_offsets) {
+  while (min_offsets_dropped_ + min_offset_log_.size() > mark.min_offsets) {
     min_offset_[min_offset_log_.back()] = min_offset_log_values_.back();
     min_offset_log_.pop_back();
     min_offset_log_values_.pop_back();
   }
-  while (low_log_.size() > mark.lows) {
+  while (lows_dropped_ + low_log_.size() > mark.lows) {
     const LowChange& c = low_log_.back();
     if (low_item_[c.section] != kNoItem) --argmin_sections_[low_item_[c.section]];
     low_[c.section] = min_offset_[c.item];

@@ -16,8 +16,12 @@
 // exactly the nodes, in the same order, that one run to n visits.
 //
 // Bounded memory: the undo logs, the only memory that grows with the depth,
-// are capped at kMaxUndoBytes (exact_search.h); a search that would pass it
-// gives up (kAborted, for good).
+// are capped at `max_undo_bytes`. Past it, the oldest entries are dropped
+// (those of the placements nearest the root) and the search goes on as a
+// dive: it may still backtrack among the placements whose entries it kept,
+// and gives up (kAborted, for good) only when it must undo a placement whose
+// entries it dropped. A search that needs no backtracking that deep (pangu's
+// packing at its bound needs none at all) still answers.
 //
 // Deterministic: the same problem, capacity, preorder and sequence of node
 // limits give the same answers and node counts, whatever the thread, unless
@@ -44,8 +48,9 @@ enum class Outcome { kFound, kNotFound, kAborted };
 // capacity, with one static preorder, run in steps up to node limits.
 class CanonicalSearch {
  public:
-  CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder)
-      : p_(problem), capacity_(capacity), preorder_(preorder) {}
+  CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder,
+                  int64_t max_undo_bytes = kMaxUndoBytes)
+      : p_(problem), capacity_(capacity), preorder_(preorder), max_undo_bytes_(max_undo_bytes) {}
 
   // Searches on until an answer, `node_limit` nodes in all (counted since
   // the first call), should_stop (polled every 256 nodes) or giving up: kFound
@@ -61,7 +66,7 @@ class CanonicalSearch {
   int64_t nodes() const { return nodes_; }
   // Answered (kFound or kNotFound) or gave up: no call searches again.
   bool finished() const { return state_ == State::kFinished; }
-  // Gave up: its undo logs would have passed kMaxUndoBytes.
+  // Gave up: it had to undo a placement whose undo entries it had dropped.
   bool gave_up() const { return finished() && outcome_ == Outcome::kAborted; }
 
  private:
@@ -125,6 +130,14 @@ class CanonicalSearch {
   // (kAborted with the stack kept, to resume), or giving up.
   Outcome Search(int64_t node_limit, const std::function<bool()>& should_stop);
 
+  // The undo logs passed max_undo_bytes_: drops their oldest half.
+  void DropOldestUndo();
+
+  // Whether Remove can undo the placement made at `mark`.
+  bool Undoable(const Mark& mark) const {
+    return mark.lows >= lows_dropped_ && mark.min_offsets >= min_offsets_dropped_;
+  }
+
   // A part in the search's preorder, with the totals of now.
   Part MakePart(std::vector<ItemIndex> items, SectionIndex lo, SectionIndex hi) const;
 
@@ -186,6 +199,7 @@ class CanonicalSearch {
   const UnitProblem& p_;
   const Unit capacity_;
   const std::string preorder_;
+  const int64_t max_undo_bytes_;
   int64_t nodes_ = 0;
   State state_ = State::kNew;
   Outcome outcome_ = Outcome::kAborted;  // Once finished.
@@ -210,7 +224,8 @@ class CanonicalSearch {
   // is the section's old low: low_[s] == min_offset_[low_item_[s]] always),
   // and the items whose minimum offset rose, with the old value. They are
   // the search's only memory that grows with its depth: 8 bytes per
-  // section and 12 per item, capped at kMaxUndoBytes (exact_search.h).
+  // section and 12 per item, capped at max_undo_bytes_ (above). Marks count
+  // entries since the start: entry m of a log is at m - (entries dropped).
   struct LowChange {
     SectionIndex section;
     ItemIndex item;
@@ -218,6 +233,7 @@ class CanonicalSearch {
   std::vector<LowChange> low_log_;
   std::vector<ItemIndex> min_offset_log_;        // The items,
   std::vector<Unit> min_offset_log_values_;      // and their old minimum offsets.
+  size_t lows_dropped_ = 0, min_offsets_dropped_ = 0;  // The oldest entries, dropped.
   int64_t UndoBytes() const {
     return static_cast<int64_t>(low_log_.size() * sizeof(LowChange) +
                                 min_offset_log_.size() * (sizeof(ItemIndex) + sizeof(Unit)));

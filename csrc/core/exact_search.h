@@ -185,13 +185,16 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
 // bytes per tensor and 100 per section) and undo logs that grow with the
 // depth of its search (8 bytes per section whose lowest tensor changed, 12
 // per tensor whose minimum offset rose, per placement on the stack). Each
-// member's logs are capped at kMaxUndoBytes: a member that would pass it
-// stops, unanswered, as at its node limit (deterministic: the cap depends on
-// neither threads nor time). When the tables and fixed states
+// member's logs are capped at kMaxUndoBytes: past it, the member drops its
+// oldest entries and goes on as a dive, which gives up, unanswered, only if
+// it must backtrack past them (canonical_search.h; deterministic: the cap
+// depends on neither threads nor time). So a search that needs no deep
+// backtracking answers whatever its depth: pangu_2.6B (18,692 tensors) is
+// packed at its bound by one dive. When the tables and fixed states
 // (SearchBytesEstimate) plus kSearchMembers capped logs would pass
 // kMaxSearchBytes, the search is not attempted and the incumbent comes back
-// with the bound. Measured on pangu_2.6B (18,692 tensors): PlanBest peaks at
-// about 260 MB resident with 2 threads (docs/quality.md).
+// with the bound. PlanBest on pangu_2.6B peaks at about 200 MB resident with
+// 2 threads (docs/quality.md).
 inline constexpr int64_t kSearchMembers = 3;
 inline constexpr int64_t kMaxUndoBytes = int64_t{32} << 20;
 inline constexpr int64_t kMaxSearchBytes = int64_t{160} << 20;

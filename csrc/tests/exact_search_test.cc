@@ -8,7 +8,9 @@
 //   * packings known by construction: a rectangle of capacity x time cut into
 //     tensors, whose optimum is the capacity;
 //   * determinism under threads, node budgets, and interruption;
-//   * a search run in steps (resumed) visits what one run visits.
+//   * a search run in steps (resumed) visits what one run visits; a search
+//     whose undo logs pass their cap goes on as a dive, and gives up rather
+//     than answer wrongly when it must backtrack past what it kept.
 #include "exact_search.h"
 
 #include <chrono>
@@ -317,6 +319,63 @@ void TestResumedSearch() {
   CHECK(answered > 5);  // Not vacuous.
 }
 
+// Past its undo cap a search drops its oldest undo entries and goes on as a
+// dive (canonical_search.h). With a cap of a few bytes it keeps almost
+// nothing: it must still pack what packs without backtracking (a cut
+// rectangle with room to spare: the first dive fits), and elsewhere either
+// answer as the uncapped search does or give up; never claim that nothing
+// fits when it could not search the whole tree.
+void TestDivePastUndoCap() {
+  std::mt19937_64 rng(31);
+  int dives = 0, gave_up = 0, same = 0;
+  for (int c = 0; c < 60; ++c) {
+    // Every third a cut rectangle with room to spare, else one at its
+    // bound, where searches backtrack.
+    const bool roomy = c % 3 == 0;
+    PackingProblem p;
+    detail::Unit capacity = 0;
+    if (roomy) {
+      const Size units = Pick(rng, 8, 40);
+      p = CutRectangle(rng, units, Pick(rng, 4, 30), static_cast<int>(Pick(rng, 10, 50)), 1);
+      capacity = 4 * units;
+    } else {
+      const Size units = Pick(rng, 16, 64);
+      p = CutRectangle(rng, units, Pick(rng, 10, 40), static_cast<int>(Pick(rng, 30, 80)), 1);
+    }
+    const detail::UnitProblem unit_problem(p);
+    if (!roomy) capacity = unit_problem.lower_bound;
+    memplan_test::SetContext("dive past the undo cap " + std::to_string(c));
+    const auto never = [] { return false; };
+    const int64_t limit = 20000;
+    detail::CanonicalSearch full(unit_problem, capacity, "TWA");
+    const detail::Outcome answer = full.Run(limit, never);
+    detail::CanonicalSearch dive(unit_problem, capacity, "TWA", /*max_undo_bytes=*/16);
+    const detail::Outcome outcome = dive.Run(limit, never);
+    if (roomy) {
+      // One dive packs it: the capped search answers, as the uncapped one.
+      CHECK(answer == detail::Outcome::kFound);
+      CHECK(outcome == detail::Outcome::kFound);
+      CHECK(dive.solution() == full.solution());
+      ++dives;
+    }
+    if (outcome == detail::Outcome::kFound) {
+      CHECK_EQ(PackingProblemWith(p, capacity, SolutionOffsets(p, unit_problem, dive.solution())),
+               std::string());
+    }
+    if (dive.gave_up()) {
+      ++gave_up;
+      CHECK(dive.Run(2 * limit, never) == detail::Outcome::kAborted);  // For good.
+    } else {
+      CHECK(outcome == answer);
+      same += outcome != detail::Outcome::kAborted;
+    }
+  }
+  memplan_test::SetContext("dive past the undo cap");
+  CHECK(dives >= 10);
+  CHECK(gave_up >= 5);  // Not vacuous: some needed backtracking.
+  CHECK(same >= dives);
+}
+
 // An interruption stops the search within a few polls and throws.
 void TestInterrupted() {
   memplan_test::SetContext("interrupted");
@@ -374,6 +433,7 @@ int main() {
   TestCutRectangleSet();
   TestThreadsAndNodes();
   TestResumedSearch();
+  TestDivePastUndoCap();
   TestInterrupted();
   Stats stats;
   for (uint64_t seed = 1; seed <= 600; ++seed) CheckAgainstBruteForce(seed, stats);
