@@ -376,6 +376,55 @@ void TestDivePastUndoCap() {
   CHECK(same >= dives);
 }
 
+// First fit in the caller's order, over the only offsets it needs (0 and
+// the tops of the tensors placed before, alignment 1, no obstacles):
+// cheap on byte-sized problems.
+std::vector<Offset> FirstFitOnTops(const PackingProblem& p) {
+  std::vector<Offset> offsets(p.tensors.size(), 0);
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    Offset best = -1;
+    for (size_t c = 0; c <= i; ++c) {
+      const Offset x = c == i ? 0 : offsets[c] + p.tensors[c].size;
+      if (best >= 0 && x >= best) continue;
+      bool free = true;
+      for (size_t j = 0; j < i && free; ++j)
+        free = !Conflict(p.tensors[i], x, p.tensors[j], offsets[j]);
+      if (free) best = x;
+    }
+    offsets[i] = best;
+  }
+  return offsets;
+}
+
+// No stall: while the bound goes unanswered, the descent spends its nodes
+// one unit below its best plan (exact_search.cc), to the end of its budget.
+// So a packing one byte below the plan it returns, which a search from
+// scratch finds in x nodes, was not left while more than 10 x of the
+// budget remained. (The former schedule gave the rest of each budget to a
+// probe at the bound: such packings were left tens of thousands of nodes
+// before the end.)
+void TestDescentDoesNotStall() {
+  const int64_t budget = 60000;
+  int open = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto pieces = memplan_test::CutRectangle(seed, 200, 1 << 20, 1024);
+    PackingProblem p;
+    p.tensors = memplan_test::Tensors(pieces);
+    memplan_test::SetContext("descent does not stall " + std::to_string(seed));
+    const std::vector<Offset> incumbent = FirstFitOnTops(p);
+    const Size capacity = BufsizeOf(p, incumbent);
+    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(budget));
+    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
+    if (result.proved_optimal()) continue;
+    ++open;
+    const FitResult below = FitInCapacity(p, result.bufsize - 1, Nodes(budget / 10));
+    const int64_t left = result.nodes - result.improvements.back().nodes;
+    if (below.fit == Fit::kFits) CHECK(left <= 10 * below.nodes);
+  }
+  memplan_test::SetContext("descent does not stall");
+  CHECK(open >= 2);  // Not vacuous.
+}
+
 // An interruption stops the search within a few polls and throws.
 void TestInterrupted() {
   memplan_test::SetContext("interrupted");
@@ -434,6 +483,7 @@ int main() {
   TestThreadsAndNodes();
   TestResumedSearch();
   TestDivePastUndoCap();
+  TestDescentDoesNotStall();
   TestInterrupted();
   Stats stats;
   for (uint64_t seed = 1; seed <= 600; ++seed) CheckAgainstBruteForce(seed, stats);
