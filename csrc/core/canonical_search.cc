@@ -6,7 +6,30 @@
 namespace cadence_memplan {
 namespace detail {
 
-Outcome CanonicalSearch::Run() {
+Outcome CanonicalSearch::Run(int64_t node_limit, const std::function<bool()>& should_stop) {
+  if (state_ == State::kNew) {
+    state_ = State::kRunning;
+    if (Start() == Outcome::kNotFound) {
+      state_ = State::kFinished;
+      outcome_ = Outcome::kNotFound;
+    }
+  }
+  if (state_ == State::kFinished) return outcome_;
+  const Outcome outcome = Search(node_limit, should_stop);
+  if (outcome == Outcome::kAborted && !stack_.empty()) return outcome;  // Paused.
+  state_ = State::kFinished;
+  outcome_ = outcome;
+  // Nothing will be searched again: free the state (the solution stays).
+  stack_ = {};
+  parts_ = {};
+  low_log_ = {};
+  min_offset_log_ = {};
+  min_offset_log_values_ = {};
+  lowest_in_ = {};
+  return outcome_;
+}
+
+Outcome CanonicalSearch::Start() {
   const size_t n = p_.items.size();
   const auto sections = static_cast<SectionIndex>(p_.section_times.size());
   offset_.assign(n, kNoUnit);
@@ -50,14 +73,29 @@ Outcome CanonicalSearch::Run() {
                         root.bounds.begin() - 1;
     root.side_items[side].push_back(static_cast<ItemIndex>(i));
   }
-  return SolveSides(std::move(root));
+  stack_.push_back(std::move(root));
+  return Outcome::kAborted;  // Not answered yet.
 }
 
-inline Outcome CanonicalSearch::SolveSides(Frame root) {
-  std::vector<Frame> stack;
-  stack.push_back(std::move(root));
-  Outcome result = Outcome::kNotFound;
-  bool returned = false;  // `result` is the answer of the frame just popped.
+void CanonicalSearch::DropOldestUndo() {
+  // Keep the newest half of each log: halving (not trimming to the cap)
+  // makes the cost of the copies linear in the entries logged.
+  const size_t lows = low_log_.size() / 2;
+  low_log_.erase(low_log_.begin(), low_log_.begin() + static_cast<std::ptrdiff_t>(lows));
+  lows_dropped_ += lows;
+  const size_t mins = min_offset_log_.size() / 2;
+  min_offset_log_.erase(min_offset_log_.begin(),
+                        min_offset_log_.begin() + static_cast<std::ptrdiff_t>(mins));
+  min_offset_log_values_.erase(min_offset_log_values_.begin(),
+                               min_offset_log_values_.begin() + static_cast<std::ptrdiff_t>(mins));
+  min_offsets_dropped_ += mins;
+}
+
+inline Outcome CanonicalSearch::Search(int64_t node_limit,
+                                       const std::function<bool()>& should_stop) {
+  std::vector<Frame>& stack = stack_;
+  Outcome& result = result_;
+  bool& returned = returned_;
   while (!stack.empty()) {
     Frame& frame = stack.back();
     if (frame.sides) {
@@ -89,14 +127,14 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
       continue;
     }
     if (!frame.started) {
-      frame.started = true;
-      if (++nodes_ > node_limit_ || UndoBytes() > kMaxUndoBytes ||
-          ((nodes_ & 255) == 0 && should_stop_())) {
-        result = Outcome::kAborted;
-        stack.pop_back();
-        returned = true;
-        continue;
+      // Pause before the node, so that the next call starts it: where a
+      // step stops does not change what the search visits.
+      if (nodes_ >= node_limit || ((nodes_ & 255) == 0 && should_stop())) {
+        return Outcome::kAborted;
       }
+      ++nodes_;
+      frame.started = true;
+      if (UndoBytes() > max_undo_bytes_) DropOldestUndo();
       if (!StartCandidates(&frame)) {
         result = Outcome::kFound;  // Every tensor of the part is placed.
         stack.pop_back();
@@ -106,10 +144,20 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
     }
     if (returned) {
       returned = false;
-      Remove(frame.placed, frame.mark);
-      parts_[frame.part].Relink(frame.placed_rank);
-      frame.placed = kNoItem;
-      if (result != Outcome::kNotFound) {
+      if (Undoable(frame.mark)) {
+        // Also on kFound: a decomposition's side that fits is undone on the
+        // way up (the solution keeps its offsets), so that a later side that
+        // does not fit can backtrack above it.
+        Remove(frame.placed, frame.mark);
+        parts_[frame.part].Relink(frame.placed_rank);
+        frame.placed = kNoItem;
+      } else if (result == Outcome::kNotFound) {
+        stack.clear();  // It must backtrack past what the logs kept: give up.
+        return Outcome::kAborted;
+      }
+      // Else kFound, and no backtracking can reach this frame any more (the
+      // frames below it have older marks): its placement may stay.
+      if (result == Outcome::kFound) {
         stack.pop_back();
         returned = true;
         continue;
@@ -123,7 +171,7 @@ inline Outcome CanonicalSearch::SolveSides(Frame root) {
       const int32_t twin = part.twin[candidate.rank];
       if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
       const ItemIndex i = part.items[candidate.rank];
-      frame.mark = {low_log_.size(), min_offset_log_.size()};
+      frame.mark = {lows_dropped_ + low_log_.size(), min_offsets_dropped_ + min_offset_log_.size()};
       const bool split = Place(i, candidate.offset);
       if (!FitsAfter(part, candidate.offset)) {
         Remove(i, frame.mark);
@@ -393,12 +441,12 @@ inline void CanonicalSearch::BecomeLowest(ItemIndex j, SectionIndex s) {
 
 inline void CanonicalSearch::Remove(ItemIndex i, const Mark& mark) {
   const Item& item = p_.items[i];
-  while (min_offset_log_.size() > mark.min_offsets) {
+  while (min_offsets_dropped_ + min_offset_log_.size() > mark.min_offsets) {
     min_offset_[min_offset_log_.back()] = min_offset_log_values_.back();
     min_offset_log_.pop_back();
     min_offset_log_values_.pop_back();
   }
-  while (low_log_.size() > mark.lows) {
+  while (lows_dropped_ + low_log_.size() > mark.lows) {
     const LowChange& c = low_log_.back();
     if (low_item_[c.section] != kNoItem) --argmin_sections_[low_item_[c.section]];
     low_[c.section] = min_offset_[c.item];

@@ -1,18 +1,33 @@
 // CanonicalSearch: one depth-first search over the canonical packings of a
 // UnitProblem (unit_problem.h) at a fixed capacity in units, with one static
-// preorder, up to a node limit. exact_search.h says what a canonical packing
+// preorder, in steps of nodes. exact_search.h says what a canonical packing
 // is and why the search, with its pruning, is complete: the dominance rule,
 // the sections' unallocated floor, the symmetry of identical tensors, and the
 // decomposition into independent parts. Its answers are exact: kFound comes
 // with a packing whose every item lies within the capacity, clear of the
 // items alive with it (lifetimes inclusive [start, end]) and of the ranges
-// that obstacles forbid it; kNotFound means no packing fits; kAborted (the
-// node limit or should_stop) says nothing.
+// that obstacles forbid it; kNotFound means no packing fits; kAborted (a
+// node limit, should_stop, or a search that gave up: below) says nothing.
 //
-// Deterministic: the same problem, capacity, preorder and node limit give the
-// same answer and node count, whatever the thread, unless should_stop ends it.
-// One search is single-threaded; Decide (exact_search.cc) runs one per
-// preorder, in threads, on the same read-only UnitProblem.
+// Resumable: a search stopped by its node limit or should_stop keeps its
+// stack, and the next Run with a larger limit goes on where it stopped. So
+// the restarts of exact_search.cc, which raise each member's limit round
+// after round, pay each node once: a run to n nodes in several steps visits
+// exactly the nodes, in the same order, that one run to n visits.
+//
+// Bounded memory: the undo logs, the only memory that grows with the depth,
+// are capped at `max_undo_bytes`. Past it, the oldest entries are dropped
+// (those of the placements nearest the root) and the search goes on as a
+// dive: it may still backtrack among the placements whose entries it kept,
+// and gives up (kAborted, for good) only when it must undo a placement whose
+// entries it dropped. A search that needs no backtracking that deep (pangu's
+// packing at its bound needs none at all) still answers.
+//
+// Deterministic: the same problem, capacity, preorder and sequence of node
+// limits give the same answers and node counts, whatever the thread, unless
+// should_stop ends a step; and where a step stops does not change what the
+// search visits after it. One search is single-threaded; exact_search.cc
+// runs one per preorder, in threads, on the same read-only UnitProblem.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "exact_search.h"
 #include "unit_problem.h"
 
 namespace cadence_memplan {
@@ -29,24 +45,29 @@ namespace detail {
 enum class Outcome { kFound, kNotFound, kAborted };
 
 // One depth-first search over canonical packings (exact_search.h) at a fixed
-// capacity, with one static preorder, up to a node limit.
+// capacity, with one static preorder, run in steps up to node limits.
 class CanonicalSearch {
  public:
   CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder,
-                  int64_t node_limit, std::function<bool()> should_stop)
-      : p_(problem),
-        capacity_(capacity),
-        preorder_(preorder),
-        node_limit_(node_limit),
-        should_stop_(std::move(should_stop)) {}
+                  int64_t max_undo_bytes = kMaxUndoBytes)
+      : p_(problem), capacity_(capacity), preorder_(preorder), max_undo_bytes_(max_undo_bytes) {}
 
-  // Searches once: kFound when a packing fits (its units in solution()),
-  // kNotFound when none does, kAborted at the node limit or should_stop.
-  Outcome Run();
+  // Searches on until an answer, `node_limit` nodes in all (counted since
+  // the first call), should_stop (polled every 256 nodes) or giving up: kFound
+  // when a packing fits (its units in solution()), kNotFound when none does,
+  // else kAborted. After an answer or giving up, every call returns the same
+  // without searching; after kAborted otherwise, a call with a larger limit
+  // (or should_stop false) goes on.
+  Outcome Run(int64_t node_limit, const std::function<bool()>& should_stop);
 
   // Units per item, after kFound.
   const std::vector<Unit>& solution() const { return solution_; }
+  // Nodes visited since construction.
   int64_t nodes() const { return nodes_; }
+  // Answered (kFound or kNotFound) or gave up: no call searches again.
+  bool finished() const { return state_ == State::kFinished; }
+  // Gave up: it had to undo a placement whose undo entries it had dropped.
+  bool gave_up() const { return finished() && outcome_ == Outcome::kAborted; }
 
  private:
   struct Part {
@@ -99,8 +120,23 @@ class CanonicalSearch {
     size_t next_side = 0;
   };
 
-  // Solves the parts pushed as `root` sides.
-  Outcome SolveSides(Frame root);
+  enum class State { kNew, kRunning, kFinished };
+
+  // Sets up the state for the empty packing and pushes the root frame;
+  // kNotFound when some item or section cannot fit at all.
+  Outcome Start();
+
+  // Runs the frames on stack_ until an answer, the limit or should_stop
+  // (kAborted with the stack kept, to resume), or giving up.
+  Outcome Search(int64_t node_limit, const std::function<bool()>& should_stop);
+
+  // The undo logs passed max_undo_bytes_: drops their oldest half.
+  void DropOldestUndo();
+
+  // Whether Remove can undo the placement made at `mark`.
+  bool Undoable(const Mark& mark) const {
+    return mark.lows >= lows_dropped_ && mark.min_offsets >= min_offsets_dropped_;
+  }
 
   // A part in the search's preorder, with the totals of now.
   Part MakePart(std::vector<ItemIndex> items, SectionIndex lo, SectionIndex hi) const;
@@ -163,9 +199,15 @@ class CanonicalSearch {
   const UnitProblem& p_;
   const Unit capacity_;
   const std::string preorder_;
-  const int64_t node_limit_;
-  const std::function<bool()> should_stop_;
+  const int64_t max_undo_bytes_;
   int64_t nodes_ = 0;
+  State state_ = State::kNew;
+  Outcome outcome_ = Outcome::kAborted;  // Once finished.
+  // The frames of the search, root first; `returned` and `result` carry the
+  // answer of the frame just popped to the one below it.
+  std::vector<Frame> stack_;
+  bool returned_ = false;
+  Outcome result_ = Outcome::kNotFound;
 
   std::vector<Unit> offset_;      // Per item: placed at, or kNoUnit.
   std::vector<Unit> solution_;    // Per item: the last placement (a leaf's, after kFound).
@@ -182,7 +224,8 @@ class CanonicalSearch {
   // is the section's old low: low_[s] == min_offset_[low_item_[s]] always),
   // and the items whose minimum offset rose, with the old value. They are
   // the search's only memory that grows with its depth: 8 bytes per
-  // section and 12 per item, capped at kMaxUndoBytes (exact_search.h).
+  // section and 12 per item, capped at max_undo_bytes_ (above). Marks count
+  // entries since the start: entry m of a log is at m - (entries dropped).
   struct LowChange {
     SectionIndex section;
     ItemIndex item;
@@ -190,6 +233,7 @@ class CanonicalSearch {
   std::vector<LowChange> low_log_;
   std::vector<ItemIndex> min_offset_log_;        // The items,
   std::vector<Unit> min_offset_log_values_;      // and their old minimum offsets.
+  size_t lows_dropped_ = 0, min_offsets_dropped_ = 0;  // The oldest entries, dropped.
   int64_t UndoBytes() const {
     return static_cast<int64_t>(low_log_.size() * sizeof(LowChange) +
                                 min_offset_log_.size() * (sizeof(ItemIndex) + sizeof(Unit)));

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -69,76 +70,129 @@ const std::vector<std::string>& Preorders() {
   return preorders;
 }
 
-// One decision at `capacity` units: every preorder's search with the same
+// One decision at `capacity` units: every preorder's search, each up to a
 // node limit, on up to limits.threads threads. The answer is the first
 // member's, in preorder order, that reached one; the nodes charged are those
-// of that member and the members before it, so neither depends on threads.
+// each member visited in this call, for that member and the members before
+// it, so neither depends on threads.
 struct Decision {
   Fit fit = Fit::kUnknown;
   std::vector<Unit> units;  // Per item, with kFits.
   int64_t nodes = 0;
   std::string strategy;
+  int preorder = -1;  // Which answered: an index into Preorders().
 };
 
-Decision Decide(const UnitProblem& problem, Unit capacity, int64_t node_limit,
-                Controller& controller) {
-  const std::vector<std::string>& preorders = Preorders();
-  const int count = static_cast<int>(preorders.size());
-  std::vector<Outcome> outcomes(count, Outcome::kAborted);
-  std::vector<int64_t> nodes(count, 0);
-  std::vector<std::vector<Unit>> solutions(count);
-  std::atomic<int> answered{count};  // The lowest member with an answer.
-  std::atomic<int> next{0};
-  std::mutex mutex;
-  std::condition_variable done;
-  int finished_threads = 0;
-  const auto work = [&] {
-    for (int k; (k = next++) < count;) {
-      if (answered.load() < k || controller.stopped()) continue;
-      CanonicalSearch search(problem, capacity, preorders[k], node_limit,
-                             [&, k] { return answered.load() < k || controller.Poll(); });
-      outcomes[k] = search.Run();
-      nodes[k] = search.nodes();
-      if (outcomes[k] == Outcome::kAborted) continue;
-      solutions[k] = search.solution();
-      int seen = answered.load();
-      while (k < seen && !answered.compare_exchange_weak(seen, k)) {
+// The members of the decisions at one capacity, kept between them: a
+// decision with a larger node limit resumes each member where the last one
+// stopped (canonical_search.h), so that raising the limit round after round
+// (the restarts over the preorders) visits each node once instead of
+// replaying every node of the rounds before. An answer is final: a member
+// that answered, or gave up, is not run again.
+class Members {
+ public:
+  // The members run in preorder order, but `first` (an index into
+  // Preorders()) before the others: it decides which answer counts.
+  Members(const UnitProblem& problem, Unit capacity, int first = 0)
+      : problem_(&problem), capacity_(capacity), searches_(Preorders().size()) {
+    order_.push_back(first);
+    for (int k = 0; k < static_cast<int>(Preorders().size()); ++k) {
+      if (k != first) order_.push_back(k);
+    }
+  }
+
+  Unit capacity() const { return capacity_; }
+  // The node limit of the last decision: every member has visited at most
+  // this many nodes, and those that are still open exactly as many, unless
+  // the deadline stopped them.
+  int64_t limit() const { return limit_; }
+  // Nodes visited by all members since they were made.
+  int64_t nodes() const {
+    int64_t sum = 0;
+    for (const auto& search : searches_) sum += search ? search->nodes() : 0;
+    return sum;
+  }
+
+  // Every member gave up (canonical_search.h): no decision here answers.
+  bool exhausted() const {
+    for (const auto& search : searches_) {
+      if (!search || !search->gave_up()) return false;
+    }
+    return true;
+  }
+
+  // Runs every member on to `node_limit` nodes in all (since it was made).
+  Decision Decide(int64_t node_limit, Controller& controller) {
+    const std::vector<std::string>& preorders = Preorders();
+    const int count = static_cast<int>(order_.size());
+    limit_ = std::max(limit_, node_limit);
+    std::vector<Outcome> outcomes(count, Outcome::kAborted);
+    std::vector<int64_t> nodes(count, 0);
+    std::atomic<int> answered{count};  // The lowest member with an answer.
+    std::atomic<int> next{0};
+    std::mutex mutex;
+    std::condition_variable done;
+    int finished_threads = 0;
+    const auto work = [&] {
+      for (int k; (k = next++) < count;) {
+        if (answered.load() < k || controller.stopped()) continue;
+        if (!searches_[k]) {
+          searches_[k] =
+              std::make_unique<CanonicalSearch>(*problem_, capacity_, preorders[order_[k]]);
+        }
+        CanonicalSearch& search = *searches_[k];
+        const int64_t before = search.nodes();
+        outcomes[k] =
+            search.Run(node_limit, [&, k] { return answered.load() < k || controller.Poll(); });
+        nodes[k] = search.nodes() - before;
+        if (outcomes[k] == Outcome::kAborted) continue;
+        int seen = answered.load();
+        while (k < seen && !answered.compare_exchange_weak(seen, k)) {
+        }
+      }
+    };
+    const int threads = std::min(controller.threads(), count);
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) {
+      pool.emplace_back([&] {
+        work();
+        const std::lock_guard<std::mutex> lock(mutex);
+        ++finished_threads;
+        done.notify_one();
+      });
+    }
+    work();
+    // Keep polling for Ctrl-C while the other threads finish.
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      while (finished_threads < threads - 1) {
+        done.wait_for(lock, std::chrono::milliseconds(10));
+        lock.unlock();
+        controller.Poll();
+        lock.lock();
       }
     }
-  };
-  const int threads = std::min(controller.threads(), count);
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) {
-    pool.emplace_back([&] {
-      work();
-      const std::lock_guard<std::mutex> lock(mutex);
-      ++finished_threads;
-      done.notify_one();
-    });
-  }
-  work();
-  // Keep polling for Ctrl-C while the other threads finish.
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (finished_threads < threads - 1) {
-      done.wait_for(lock, std::chrono::milliseconds(10));
-      lock.unlock();
-      controller.Poll();
-      lock.lock();
-    }
-  }
-  for (std::thread& thread : pool) thread.join();
-  controller.ThrowIfInterrupted();
+    for (std::thread& thread : pool) thread.join();
+    controller.ThrowIfInterrupted();
 
-  Decision decision;
-  const int winner = answered.load();
-  for (int k = 0; k < count && k <= winner; ++k) decision.nodes += nodes[k];
-  if (winner == count) return decision;
-  decision.fit = outcomes[winner] == Outcome::kFound ? Fit::kFits : Fit::kDoesNotFit;
-  decision.strategy = "exact search, preorder " + preorders[winner];
-  if (decision.fit == Fit::kFits) decision.units = std::move(solutions[winner]);
-  return decision;
-}
+    Decision decision;
+    const int winner = answered.load();
+    for (int k = 0; k < count && k <= winner; ++k) decision.nodes += nodes[k];
+    if (winner == count) return decision;
+    decision.fit = outcomes[winner] == Outcome::kFound ? Fit::kFits : Fit::kDoesNotFit;
+    decision.strategy = "exact search, preorder " + preorders[order_[winner]];
+    decision.preorder = order_[winner];
+    if (decision.fit == Fit::kFits) decision.units = searches_[winner]->solution();
+    return decision;
+  }
+
+ private:
+  const UnitProblem* problem_;
+  Unit capacity_;
+  int64_t limit_ = 0;
+  std::vector<int> order_;                                  // Preorder indices, in member order.
+  std::vector<std::unique_ptr<CanonicalSearch>> searches_;  // Per member, made when first run.
+};
 
 std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& units,
                               const std::vector<Unit>& item_units) {
@@ -149,17 +203,20 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
-// The descent (MinimizeBufsize). Each round (node limit L) probes the
-// bound with L per preorder, then descends with L / kDescentLimitDivisor per
-// probe until it has spent kDescentShare * L nodes: the share the halving
-// toward the bound had, so that proofs at the bound (A-K) cost what they
-// did. A probe is quick when its decision took at most 1/kQuick of its
-// limit. The first step below the best plan is the gap (best - bound) >>
-// kFirstShift.
-constexpr int64_t kQuick = 2;
+// The descent (MinimizeBufsize; the comment there says how they are
+// used). Each round (node limit L per member) gives the descent
+// kDescentShareNum / kDescentShareDen of the bound's nodes, in probes of
+// L / kDescentLimitDivisor nodes per member. A probe answers quickly within
+// 1/kQuick of that, or within kDives dives (a dive, a search that answers
+// without backtracking, visits one node per item). The first step below the
+// best plan is the gap to the bound >> kFirstShift.
+constexpr int64_t kDescentShareNum = 4;
+constexpr int64_t kDescentShareDen = 3;
 constexpr int64_t kDescentLimitDivisor = 4;
-constexpr int64_t kDescentShare = 1;
+constexpr int64_t kQuick = 2;
+constexpr int64_t kDives = 2;
 constexpr int kFirstShift = 3;
+constexpr int64_t kBelowWeight = 2;
 
 int64_t FirstNodeLimit(const UnitProblem& problem) {
   return std::max<int64_t>(64, 2 * static_cast<int64_t>(problem.items.size()));
@@ -190,9 +247,12 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
   }
   if (!units.searchable) return result;  // Too large to list: kUnknown.
   int64_t remaining = limits.max_nodes;
+  Members members(units, capacity_units);
   for (int64_t limit = FirstNodeLimit(units); remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    const Decision decision = Decide(units, capacity_units, std::min(limit, remaining), controller);
+    if (members.exhausted()) break;
+    const Decision decision =
+        members.Decide(std::min(limit, SaturatingAdd(members.limit(), remaining)), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
     if (decision.fit == Fit::kUnknown) continue;
@@ -222,12 +282,20 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
   const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
   int64_t remaining = limits.max_nodes;
-  // Probes capacity `at` >= lower (in units): the items at Snap(at), which
-  // admits the same packings (unit_problem.h). Returns the answer.
-  const auto probe_at = [&](Unit at, int64_t limit) {
-    const Decision decision = Decide(units, units.Snap(at), std::min(limit, remaining), controller);
+  const int64_t members = static_cast<int64_t>(Preorders().size());
+  // The members at the bound, and one unit below the best plan: kept, and
+  // resumed with larger limits, until their capacity changes.
+  std::unique_ptr<Members> bound, below;
+  int favourite = 0;  // The preorder of the descent's last answer: it runs first.
+  // Runs `set` on to `limit` nodes per member (each visits at most its
+  // share of `remaining` more): a packing found is taken at its real top, a
+  // capacity proved too small raises the bound.
+  const auto decide = [&](Members& set, int64_t limit) {
+    const int64_t each = std::max<int64_t>(1, remaining / members);
+    Decision decision = set.Decide(std::min(limit, SaturatingAdd(set.limit(), each)), controller);
     result.nodes += decision.nodes;
     remaining -= decision.nodes;
+    if (decision.fit != Fit::kUnknown && &set != bound.get()) favourite = decision.preorder;
     if (decision.fit == Fit::kFits) {
       Unit top = floor_units;
       for (size_t i = 0; i < units.items.size(); ++i) {
@@ -241,54 +309,130 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
         result.improvements.push_back(
             {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
                  .count(),
-             result.bufsize});
+             result.bufsize, result.nodes});
       }
     } else if (decision.fit == Fit::kDoesNotFit) {
-      lower = std::max(lower, units.GrainAbove(at));
+      lower = std::max(lower, units.GrainAbove(set.capacity()));
     }
-    return decision.fit;
+    return decision;
   };
-  // Whether a capacity below the best plan admits a different packing:
-  // some multiple of the grain lies in (lower, upper).
-  const auto room = [&] { return units.Snap(upper - 1) > lower; };
-  // Rounds of doubling node limits L (the restarts over the preorders).
-  // Each round first probes the bound with L (often feasible, and then
-  // optimal: it ends the search). Then it descends from the best plan with
-  // L / kDescentLimitDivisor per probe: a probe a step below it, each packing
-  // found taken at its real top (often well below the probe). The step is
-  // the gap to the bound shifted right: a quick answer halves the shift (the
-  // step doubles: a bisection toward the bound only while probes answer
-  // quickly, up to the bound itself, probed with L), an unanswered probe
-  // raises it (the step halves) for the rest of the search, and a probe one
-  // unit below the best plan that does not answer ends the round (it needs a
-  // larger limit). Once a step has gone unanswered, every other probe is one
-  // unit below the best plan: a packing there, when one exists, is often
-  // found at a limit where the larger steps fail, and its real top is often
-  // well below it; without them the step would have to halve down to one
-  // unit, a failure at a time, before the best plan moves again (the stall
-  // of issue 34). Only nodes decide, never time: deterministic.
-  int shift = kFirstShift;
-  bool just_below = false;  // The last probe was one unit below the best plan.
+  // The nodes this call may still visit: the node budget, and with a
+  // deadline, as many as the nodes so far at their rate (an estimate).
+  const auto nodes_left = [&] {
+    double left = static_cast<double>(remaining);
+    if (limits.deadline != std::chrono::steady_clock::time_point::max() && result.nodes > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      const double spent = std::chrono::duration<double>(now - began).count();
+      const double ahead = std::chrono::duration<double>(limits.deadline - now).count();
+      if (spent > 0) left = std::min(left, static_cast<double>(result.nodes) * ahead / spent);
+    }
+    return left;
+  };
+  // The capacity one unit below the best plan; the descent runs while it
+  // lies above the bound (it admits a packing the bound's members do not).
+  const auto just_below = [&] { return units.Snap(upper - 1); };
+  // The schedule. Rounds of doubling node limits L (the restarts over the
+  // preorders). Each round first resumes the bound's members to L nodes
+  // each: often they fit, and then the plan is optimal. Resumed, they cost
+  // half what restarting them from the root cost, and the descent gets the
+  // difference: kDescentShareNum / kDescentShareDen of the bound's nodes
+  // (a share that left every proof at the bound of A-K faster than
+  // before; docs/quality.md), below the best plan, each packing found
+  // taken at its real top (often well below the probe):
+  //   * one unit below the best plan: its members, favourite first, are
+  //     resumed from probe to probe and round to round (from a dive's
+  //     limit, doubling, then by L / kDescentLimitDivisor per probe) until
+  //     they answer. While the bound and the steps go unanswered, this is
+  //     where the budget goes, so a plan just below ours is found when a
+  //     search from scratch would find it;
+  //   * between two of those probes, and after a quick answer, a step
+  //     toward the bound: fresh members, favourite first, with L /
+  //     kDescentLimitDivisor nodes each, at the best plan minus the step.
+  //     A quick answer doubles the step and probes again (a bisection
+  //     toward the bound while probes answer quickly, up to the bound's own
+  //     members); an unanswered one halves it, down to one unit and then
+  //     back to the first step: a capacity is not easier for being higher,
+  //     and a probe further down is a different search.
+  // The preorder that answered last (in the descent) runs first: one
+  // preorder tends to answer all the probes of an instance, and the nodes
+  // of the members before the winner are charged. When what is left cannot
+  // pay for a whole round (its bound's nodes and the descent's share), the
+  // bound gets its part of what is left, so the descent keeps its share to
+  // the end instead of a last bound probe taking the rest. Only nodes
+  // decide, except that estimate with a deadline: deterministic under a
+  // node budget.
+  Unit step = std::max<Unit>(1, (upper - lower) >> kFirstShift);
+  bool stepping = true;  // The next descent probe is a step, not one unit below.
+  // The descent's nodes in steps and one unit below the best plan: a step
+  // that does not follow a quick answer waits until the steps have had at
+  // most 1 / kBelowWeight of what the probes one unit below had.
+  int64_t step_nodes = 0, below_nodes = 0;
+  const int64_t dive = kDives * static_cast<int64_t>(units.items.size());
+  int64_t due = 0;  // The descent's nodes not yet spent (negative: overspent).
+  const auto descend = [&](int64_t probe_limit) {
+    const auto quick = [&](const Decision& d) {
+      return d.fit == Fit::kFits && d.nodes <= std::max(dive, probe_limit / kQuick);
+    };
+    while (just_below() > lower && due > 0 && remaining > 0 && !controller.Poll()) {
+      const int64_t spent = result.nodes;
+      if (step > 1 && (stepping || step_nodes * kBelowWeight <= below_nodes)) {
+        const Unit target = units.Snap(upper - std::min(step, upper - lower));
+        Decision decision;
+        if (target <= lower) {  // The step reaches the bound: its own members.
+          decision = decide(*bound, SaturatingAdd(bound->limit(), probe_limit));
+        } else {
+          Members fresh(units, target, favourite);
+          decision = decide(fresh, probe_limit);
+        }
+        due -= result.nodes - spent;
+        step_nodes += result.nodes - spent;
+        if (quick(decision)) {
+          stepping = true;
+          step = step > kNoLimit / 2 ? kNoLimit : 2 * step;
+        } else {
+          if (decision.fit == Fit::kUnknown) {
+            step /= 2;
+            if (step <= 1) step = std::max<Unit>(2, (upper - lower) >> kFirstShift);
+          }
+          stepping = false;
+        }
+        continue;
+      }
+      if (!below || below->capacity() != just_below()) {
+        below = std::make_unique<Members>(units, just_below(), favourite);
+      }
+      if (below->exhausted()) return;  // Every member gave up (memory).
+      const bool fresh = below->limit() == 0;
+      const int64_t to = fresh ? FirstNodeLimit(units)
+                               : std::min(SaturatingAdd(below->limit(), below->limit()),
+                                          SaturatingAdd(below->limit(), probe_limit));
+      const Decision decision = decide(*below, to);
+      due -= result.nodes - spent;
+      below_nodes += result.nodes - spent;
+      stepping = fresh && quick(decision);
+    }
+  };
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    if (probe_at(lower, limit) != Fit::kUnknown) continue;
-    const int64_t descent_limit = std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor);
-    const int64_t descent_end =
-        result.nodes + (limit > kNoLimit / kDescentShare ? kNoLimit : kDescentShare * limit);
-    while (room() && result.nodes < descent_end && remaining > 0 && !controller.Poll()) {
-      const Unit step = shift >= 62 ? 1 : std::max<Unit>(1, (upper - lower) >> shift);
-      just_below = !just_below && step > 1 && shift > kFirstShift;
-      const Unit target = just_below ? upper - 1 : upper - step;
-      const int64_t before = result.nodes;
-      const Fit fit = probe_at(target, target == lower ? limit : descent_limit);
-      if (just_below) continue;
-      if (fit == Fit::kFits) {
-        if (result.nodes - before <= descent_limit / kQuick) shift = std::max(0, shift - 1);
-      } else if (fit == Fit::kUnknown) {
-        if (step == 1) break;  // Just below the best plan, unanswered: the next round.
-        ++shift;
-      }
+    const int64_t round_began = result.nodes;
+    if (!bound || bound->capacity() != units.Snap(lower)) {
+      bound = std::make_unique<Members>(units, units.Snap(lower));
     }
+    const int64_t from = bound->limit();
+    int64_t to = std::max(limit, from);
+    const double round_cost = static_cast<double>(members) * static_cast<double>(to - from) *
+                              static_cast<double>(kDescentShareNum + kDescentShareDen) /
+                              static_cast<double>(kDescentShareDen);
+    const double left = nodes_left();
+    if (left < round_cost) {
+      to = from + std::max<int64_t>(
+                      1, static_cast<int64_t>(static_cast<double>(to - from) * left / round_cost));
+    }
+    if (decide(*bound, to).fit != Fit::kUnknown) continue;
+    due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
+    descend(std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor));
+    // Every member at the bound gave up, and the descent has nothing to run.
+    if (result.nodes == round_began && bound->exhausted()) break;
   }
   result.lower_bound = std::min(result.bufsize, lower * a);
   controller.ThrowIfInterrupted();

@@ -67,8 +67,9 @@
 // The search restarts over several static preorders (by the largest section
 // total, the lifetime length and the area, in three key orders, as in
 // MiniMalloc) with a node limit per attempt that doubles after each round;
-// a run that hits its limit says nothing, one that ends without a leaf proves
-// that nothing fits.
+// a run that hits its limit says nothing (and the next round resumes it
+// where it stopped rather than replaying its nodes: canonical_search.h), one
+// that ends without a leaf proves that nothing fits.
 //
 // Work is counted in nodes (calls of the search). Node limits make every
 // answer deterministic, whatever the number of threads: the members of one
@@ -136,6 +137,7 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
 struct Improvement {
   double elapsed_ms = 0;
   Size bufsize = 0;
+  int64_t nodes = 0;  // The search's nodes so far (deterministic, unlike the time).
 };
 
 struct PackingResult {
@@ -166,13 +168,16 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 // of a valid packing within it), until it is proved optimal or the limits stop
 // the search. Each capacity is probed rounded down to a multiple of the grain
 // (above), which admits the same packings. Rounds of doubling node limits:
-// each probes the lower bound, then descends from the best plan (a probe a
-// step below it, each packing found taken at its real top; the step grows
-// toward the bound while probes answer quickly and shrinks when they do not;
-// once a step went unanswered, every other probe is one unit below the best
-// plan), so that the best plan keeps improving when the bound is out of reach
-// (exact_search.cc says how the nodes are shared). Every packing it returns
-// is valid for the problem; `improvements` lists each step. Throws
+// each resumes the search at the lower bound, then gives a share of the
+// nodes to the descent below the best plan, each packing found taken at its
+// real top. By default the descent resumes the search one unit below the
+// best plan, so that when the bound and the steps toward it go unanswered
+// the budget goes there, to the deadline; between those probes, and while
+// probes answer quickly, it steps toward the bound (a bisection while they
+// answer quickly, a smaller step when they do not). Near the end of a node
+// budget or a deadline, the bound's probe is cut to its share of what is
+// left (exact_search.cc says how the nodes are shared). Every packing it
+// returns is valid for the problem; `improvements` lists each step. Throws
 // Interrupted.
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
                               std::vector<Offset> incumbent, const SearchLimits& limits);
@@ -180,20 +185,24 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
 // Memory: one number of bytes. A MinimizeBufsize or FitInCapacity call
 // holds the problem's tables (UnitProblem: 4 bytes per entry, an entry being
 // one section a tensor spans, plus about 100 per tensor and 50 per section),
-// shared read-only by its members, and per member (one per preorder, at most
-// kSearchMembers at once, whatever the threads) a fixed state (about 100
-// bytes per tensor and 100 per section) and undo logs that grow with the
-// depth of its search (8 bytes per section whose lowest tensor changed, 12
-// per tensor whose minimum offset rose, per placement on the stack). Each
-// member's logs are capped at kMaxUndoBytes: a member that would pass it
-// stops, unanswered, as at its node limit (deterministic: the cap depends on
-// neither threads nor time). When the tables and fixed states
-// (SearchBytesEstimate) plus kSearchMembers capped logs would pass
-// kMaxSearchBytes, the search is not attempted and the incumbent comes back
-// with the bound. Measured on pangu_2.6B (18,692 tensors): PlanBest peaks at
-// about 260 MB resident with 2 threads (docs/quality.md).
-inline constexpr int64_t kSearchMembers = 3;
-inline constexpr int64_t kMaxUndoBytes = int64_t{32} << 20;
+// shared read-only by its members, and per member (one per preorder and
+// capacity kept: MinimizeBufsize keeps those at the bound and one unit below
+// the best plan and runs those of a step, so at most kSearchMembers at once,
+// whatever the threads) a fixed state (about 100 bytes per tensor and 100
+// per section) and undo logs that grow with the depth of its search (8
+// bytes per section whose lowest tensor changed, 12 per tensor whose minimum
+// offset rose, per placement on the stack). Each member's logs are capped at
+// kMaxUndoBytes: past it, the member drops its oldest entries and goes on as
+// a dive, which gives up, unanswered, only if it must backtrack past them
+// (canonical_search.h; deterministic: the cap depends on neither threads nor
+// time). So a search that needs no deep backtracking answers whatever its
+// depth: pangu_2.6B (18,692 tensors) is packed at its bound by one dive.
+// When the tables and fixed states (SearchBytesEstimate) plus kSearchMembers
+// capped logs would pass kMaxSearchBytes, the search is not attempted and
+// the incumbent comes back with the bound. PlanBest on pangu_2.6B peaks at
+// about 150 MB resident with 2 threads (docs/quality.md).
+inline constexpr int64_t kSearchMembers = 9;
+inline constexpr int64_t kMaxUndoBytes = int64_t{8} << 20;
 inline constexpr int64_t kMaxSearchBytes = int64_t{160} << 20;
 inline constexpr int64_t SearchBytesEstimate(int64_t entries, int64_t tensors, int64_t sections) {
   return 4 * entries + (100 + kSearchMembers * 100) * tensors +

@@ -7,7 +7,10 @@
 //     it, and never claim a bound above it;
 //   * packings known by construction: a rectangle of capacity x time cut into
 //     tensors, whose optimum is the capacity;
-//   * determinism under threads, node budgets, and interruption.
+//   * determinism under threads, node budgets, and interruption;
+//   * a search run in steps (resumed) visits what one run visits; a search
+//     whose undo logs pass their cap goes on as a dive, and gives up rather
+//     than answer wrongly when it must backtrack past what it kept.
 #include "exact_search.h"
 
 #include <chrono>
@@ -18,10 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "canonical_search.h"
 #include "check.h"
 #include "cut_rectangles.h"
 #include "packing_oracle.h"
 #include "planner.h"
+#include "unit_problem.h"
 
 namespace {
 
@@ -265,6 +270,161 @@ void TestThreadsAndNodes() {
   }
 }
 
+// The byte offsets of a search's solution (lone tensors at 0).
+std::vector<Offset> SolutionOffsets(const PackingProblem& p, const detail::UnitProblem& units,
+                                    const std::vector<detail::Unit>& solution) {
+  std::vector<Offset> offsets(p.tensors.size(), 0);
+  for (size_t i = 0; i < units.items.size(); ++i) {
+    offsets[units.items[i].tensor] = solution[i] * p.alignment;
+  }
+  return offsets;
+}
+
+// A search stopped at its node limit and run again with a larger one goes
+// on where it stopped (canonical_search.h): run in steps of a few nodes, it
+// gives the answer, the node count and the packing of one run, at
+// capacities that fit, that do not, and that the limit leaves open.
+void TestResumedSearch() {
+  std::mt19937_64 rng(77);
+  int answered = 0, open = 0;
+  for (int c = 0; c < 24; ++c) {
+    const Size units = Pick(rng, 8, 40);
+    const PackingProblem p =
+        CutRectangle(rng, units, Pick(rng, 4, 30), static_cast<int>(Pick(rng, 10, 50)), 1);
+    const detail::UnitProblem unit_problem(p);
+    const detail::Unit capacity = units + Pick(rng, -2, 3);
+    const std::string preorder = std::vector<std::string>{"TWA", "WAT", "TAW"}[c % 3];
+    memplan_test::SetContext("resumed search " + std::to_string(c));
+    const int64_t limit = 3000;
+    const auto never = [] { return false; };
+    detail::CanonicalSearch one(unit_problem, capacity, preorder);
+    const detail::Outcome whole = one.Run(limit, never);
+    detail::CanonicalSearch steps(unit_problem, capacity, preorder);
+    detail::Outcome stepped = detail::Outcome::kAborted;
+    for (int64_t to = 7; to <= limit && stepped == detail::Outcome::kAborted; to += 7) {
+      stepped = steps.Run(to, never);
+    }
+    if (stepped == detail::Outcome::kAborted) stepped = steps.Run(limit, never);
+    CHECK(whole == stepped);
+    CHECK_EQ(one.nodes(), steps.nodes());
+    if (whole == detail::Outcome::kFound) {
+      CHECK(one.solution() == steps.solution());
+      CHECK_EQ(PackingProblemWith(p, capacity, SolutionOffsets(p, unit_problem, steps.solution())),
+               std::string());
+    }
+    answered += whole != detail::Outcome::kAborted;
+    open += whole == detail::Outcome::kAborted;
+  }
+  memplan_test::SetContext("resumed search");
+  CHECK(answered > 5);  // Not vacuous.
+}
+
+// Past its undo cap a search drops its oldest undo entries and goes on as a
+// dive (canonical_search.h). With a cap of a few bytes it keeps almost
+// nothing: it must still pack what packs without backtracking (a cut
+// rectangle with room to spare: the first dive fits), and elsewhere either
+// answer as the uncapped search does or give up; never claim that nothing
+// fits when it could not search the whole tree.
+void TestDivePastUndoCap() {
+  std::mt19937_64 rng(31);
+  int dives = 0, gave_up = 0, same = 0;
+  for (int c = 0; c < 60; ++c) {
+    // Every third a cut rectangle with room to spare, else one at its
+    // bound, where searches backtrack.
+    const bool roomy = c % 3 == 0;
+    PackingProblem p;
+    detail::Unit capacity = 0;
+    if (roomy) {
+      const Size units = Pick(rng, 8, 40);
+      p = CutRectangle(rng, units, Pick(rng, 4, 30), static_cast<int>(Pick(rng, 10, 50)), 1);
+      capacity = 4 * units;
+    } else {
+      const Size units = Pick(rng, 16, 64);
+      p = CutRectangle(rng, units, Pick(rng, 10, 40), static_cast<int>(Pick(rng, 30, 80)), 1);
+    }
+    const detail::UnitProblem unit_problem(p);
+    if (!roomy) capacity = unit_problem.lower_bound;
+    memplan_test::SetContext("dive past the undo cap " + std::to_string(c));
+    const auto never = [] { return false; };
+    const int64_t limit = 20000;
+    detail::CanonicalSearch full(unit_problem, capacity, "TWA");
+    const detail::Outcome answer = full.Run(limit, never);
+    detail::CanonicalSearch dive(unit_problem, capacity, "TWA", /*max_undo_bytes=*/16);
+    const detail::Outcome outcome = dive.Run(limit, never);
+    if (roomy) {
+      // One dive packs it: the capped search answers, as the uncapped one.
+      CHECK(answer == detail::Outcome::kFound);
+      CHECK(outcome == detail::Outcome::kFound);
+      CHECK(dive.solution() == full.solution());
+      ++dives;
+    }
+    if (outcome == detail::Outcome::kFound) {
+      CHECK_EQ(PackingProblemWith(p, capacity, SolutionOffsets(p, unit_problem, dive.solution())),
+               std::string());
+    }
+    if (dive.gave_up()) {
+      ++gave_up;
+      CHECK(dive.Run(2 * limit, never) == detail::Outcome::kAborted);  // For good.
+    } else {
+      CHECK(outcome == answer);
+      same += outcome != detail::Outcome::kAborted;
+    }
+  }
+  memplan_test::SetContext("dive past the undo cap");
+  CHECK(dives >= 10);
+  CHECK(gave_up >= 5);  // Not vacuous: some needed backtracking.
+  CHECK(same >= dives);
+}
+
+// First fit in the caller's order, over the only offsets it needs (0 and
+// the tops of the tensors placed before, alignment 1, no obstacles):
+// cheap on byte-sized problems.
+std::vector<Offset> FirstFitOnTops(const PackingProblem& p) {
+  std::vector<Offset> offsets(p.tensors.size(), 0);
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    Offset best = -1;
+    for (size_t c = 0; c <= i; ++c) {
+      const Offset x = c == i ? 0 : offsets[c] + p.tensors[c].size;
+      if (best >= 0 && x >= best) continue;
+      bool free = true;
+      for (size_t j = 0; j < i && free; ++j)
+        free = !Conflict(p.tensors[i], x, p.tensors[j], offsets[j]);
+      if (free) best = x;
+    }
+    offsets[i] = best;
+  }
+  return offsets;
+}
+
+// No stall: while the bound goes unanswered, the descent spends its nodes
+// one unit below its best plan (exact_search.cc), to the end of its budget.
+// So a packing one byte below the plan it returns, which a search from
+// scratch finds in x nodes, was not left while more than 10 x of the
+// budget remained. (The former schedule gave the rest of each budget to a
+// probe at the bound: such packings were left tens of thousands of nodes
+// before the end.)
+void TestDescentDoesNotStall() {
+  const int64_t budget = 60000;
+  int open = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto pieces = memplan_test::CutRectangle(seed, 200, 1 << 20, 1024);
+    PackingProblem p;
+    p.tensors = memplan_test::Tensors(pieces);
+    memplan_test::SetContext("descent does not stall " + std::to_string(seed));
+    const std::vector<Offset> incumbent = FirstFitOnTops(p);
+    const Size capacity = BufsizeOf(p, incumbent);
+    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(budget));
+    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
+    if (result.proved_optimal()) continue;
+    ++open;
+    const FitResult below = FitInCapacity(p, result.bufsize - 1, Nodes(budget / 10));
+    const int64_t left = result.nodes - result.improvements.back().nodes;
+    if (below.fit == Fit::kFits) CHECK(left <= 10 * below.nodes);
+  }
+  memplan_test::SetContext("descent does not stall");
+  CHECK(open >= 2);  // Not vacuous.
+}
+
 // An interruption stops the search within a few polls and throws.
 void TestInterrupted() {
   memplan_test::SetContext("interrupted");
@@ -321,6 +481,9 @@ int main() {
   TestKnownOptimum();
   TestCutRectangleSet();
   TestThreadsAndNodes();
+  TestResumedSearch();
+  TestDivePastUndoCap();
+  TestDescentDoesNotStall();
   TestInterrupted();
   Stats stats;
   for (uint64_t seed = 1; seed <= 600; ++seed) CheckAgainstBruteForce(seed, stats);
