@@ -26,7 +26,6 @@ from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan
 import cadence_memplan.exir as ours
-from cadence_memplan._boundary import tensorspecs
 from cadence_memplan.exir import records
 
 pytestmark = pytest.mark.executorch
@@ -221,12 +220,4 @@ def test_exir_records_of_another_layout_are_refused_not_cast():
         "",
         [0],
         [0, 48],
-    )
-
-
-def test_the_boundarys_storage_base_codes_are_the_cores() -> None:
-    """read_exir_specs' base column goes into the ExirTensor records unchanged."""
-    assert (tensorspecs.NO_STORAGE_BASE, tensorspecs.OUTSIDE_STORAGE_BASE) == (
-        records.NO_STORAGE_BASE,
-        records.OUTSIDE_STORAGE_BASE,
     )

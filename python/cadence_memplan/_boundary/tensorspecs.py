@@ -51,6 +51,7 @@ import torch
 from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
 from executorch.exir.tensor import TensorSpec
 
+from .. import _core
 from .._validation import MAX_BYTE_VALUE, as_int64
 from . import upstream
 
@@ -213,11 +214,10 @@ def sized_lifetimes(specs: list[TensorSpec]) -> SizedLifetimes:
 # --------------------------------------------------------------------- exir's planners
 
 # ExirColumns.bases for a spec without storage_base, and for one whose storage_base is not
-# among the specs: the core's own codes (exir/records.py's NO_STORAGE_BASE and
-# OUTSIDE_STORAGE_BASE), carried to its records unchanged; tests/test_exir_smoke.py holds
-# them equal.
-NO_STORAGE_BASE = -1
-OUTSIDE_STORAGE_BASE = -2
+# among the specs: the core's own codes (as exir/records.py has them), carried to its
+# records unchanged. Read from the extension, not re-spelled.
+NO_STORAGE_BASE: int = _core.NO_STORAGE_BASE
+OUTSIDE_STORAGE_BASE: int = _core.OUTSIDE_STORAGE_BASE
 
 
 class ExirColumns(NamedTuple):
