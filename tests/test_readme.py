@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import cadence_memplan
 from cadence_memplan.io import read_memory_config, read_minimalloc_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,8 @@ def blocks(language: str, pages: list[Path] = PAGES) -> list[tuple[str, str]]:
 
 
 def needs_executorch(code: str) -> bool:
-    return "executorch" in code or "CadenceMemoryPlanning" in code or "GreedyWith" in code
+    """A snippet that imports executorch or uses a name the package loads from it."""
+    return "executorch" in code or any(name in code for name in cadence_memplan._CADENCE_NAMES)
 
 
 @pytest.mark.parametrize(
