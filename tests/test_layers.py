@@ -17,10 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from package_source import PACKAGE, import_origin
 
-import cadence_memplan
-
-PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 NEEDS_EXECUTORCH = ("cadence", "exir", "_boundary")
 NUMPY_ONLY_THERE = ("cadence_memplan.cadence", "cadence_memplan.cadence.patch")
 
@@ -86,20 +84,16 @@ def package_imports(path: Path, source: str | None = None) -> set[str]:
     (``cadence``, ``exir``...); ``source`` stands in for its text."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                parts = (node.module or "").split(".")
-                if parts[0] != "cadence_memplan":
-                    continue
-                target = parts[1:]
-            else:
-                here = path.relative_to(PACKAGE).parts[:-1]
-                base = list(here[: len(here) - (node.level - 1)])
-                target = base + ((node.module or "").split(".") if node.module else [])
-            if target:
-                found.add(target[0])
-            else:  # from . import x / from .. import x
-                found.update(alias.name for alias in node.names)
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        origin = import_origin(path, node)
+        if origin is None:
+            continue
+        parts = origin.relative_to(PACKAGE).parts
+        if parts:
+            found.add(parts[0])
+        else:  # from . import x / from .. import x, at the package's root
+            found.update(alias.name for alias in node.names)
     return found
 
 

@@ -13,32 +13,11 @@ import ast
 from pathlib import Path
 
 import pytest
-
-import cadence_memplan
-
-# The package as imported: the source tree in a checkout, site-packages for a wheel.
-PACKAGE = Path(cadence_memplan.__file__).resolve().parent
+from package_source import PACKAGE, import_origin
 
 
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
-
-
-def _source_package(path: Path, node: ast.ImportFrom, package: Path) -> Path | None:
-    """The directory or module file ``node`` imports from, or None outside the package."""
-    if node.level == 0:
-        parts = (node.module or "").split(".")
-        if parts[0] != package.name:
-            return None
-        base, rest = package, parts[1:]
-    else:
-        base = path.parent
-        for _ in range(node.level - 1):
-            base = base.parent
-        rest = (node.module or "").split(".") if node.module else []
-    for part in rest:
-        base = base / part
-    return base
 
 
 def _is_module(directory: Path, name: str) -> bool:
@@ -56,7 +35,7 @@ def private_imports(path: Path, source: str, package: Path = PACKAGE) -> list[st
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.ImportFrom):
             continue
-        origin = _source_package(path, node, package)
+        origin = import_origin(path, node, package)
         if origin is None:
             continue
         for alias in node.names:

@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
+from package_source import PACKAGE
 
 import cadence_memplan
 import cadence_memplan.io
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 API_PAGES = ("docs/python-api.md", "docs/formats.md")
 USER_PAGES = (
     "README.md",

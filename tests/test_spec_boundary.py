@@ -14,11 +14,9 @@ Other objects have fields of the same names (a memory's ``alignment``, a bank's
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import cadence_memplan
+from package_source import PACKAGE
 
-PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 BOUNDARY = "_boundary/tensorspecs.py"
 FIELDS = frozenset(
     {"mem_id", "mem_offset", "lifetime", "allocated_memory", "alignment", "mem_obj_id"}

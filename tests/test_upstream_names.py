@@ -15,11 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
+from package_source import PACKAGE
 
-import cadence_memplan
-
-# The package as imported: the source tree in a checkout, site-packages for a wheel.
-PACKAGE = Path(cadence_memplan.__file__).resolve().parent
 BOUNDARY = PACKAGE / "_boundary" / "upstream.py"
 UPSTREAM = ("executorch", "torch")
 # Private by name, public by contract: namedtuple's API and argparse's option table.
