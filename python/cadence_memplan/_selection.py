@@ -1,10 +1,10 @@
 """Which tensors to keep in one memory of capacity C: the most weight, with a proved bound.
 
-This is the selection step of issue 31's item 2. Given the tensors that may go to one
-memory (``candidates``), their inclusive lifetimes ``[start, end]``, sizes and integer
-weights (bytes by default, or traffic), :class:`CapacitySelection` chooses the ones to keep
-by an integer program solved with HiGHS (``highspy``, a declared dependency, imported only
-when a solve needs it):
+This is the selection step of capacity-first planning (``_capacity.py``). Given the
+tensors that may go to one memory (``candidates``), their inclusive lifetimes
+``[start, end]``, sizes and integer weights (bytes by default, or traffic),
+:class:`CapacitySelection` chooses the ones to keep by an integer program solved with
+HiGHS (``highspy``, a declared dependency, imported only when a solve needs it):
 
     maximise    sum_i w_i x_i                        x_i in {0, 1}, one per candidate
     subject to  sum_{i alive at t} units_i x_i <= floor(C / a) - blocked(t)   for every t
