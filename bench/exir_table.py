@@ -112,10 +112,7 @@ def _core_on_arrays(
     """The C++ packing alone, on the workload's arrays (what ``cadence_memplan.exir``
     calls once it has read the specs): the rest of a TensorSpec call is marshalling."""
     starts, ends, sizes = workload.arrays
-    tensors = records.exir_tensors(len(sizes))
-    tensors["lifetime"]["start"] = starts
-    tensors["lifetime"]["end"] = ends
-    tensors["sort_size"] = tensors["nbytes"] = sizes
+    tensors = records.exir_tensor_records(starts, ends, sizes, sizes)
     banks = None
     if algorithm == "banked_greedy":
         target_banks = _target(workload).banks
