@@ -13,6 +13,16 @@ SuperMalloc (``pip install omnimalloc==1.0.0``, the ``bench`` extra) runs with i
 default threads; without it, its columns say "not installed". It is not run above
 ``--supermalloc-max-tensors`` (its overlap lists take gigabytes there).
 
+Cut rectangles (``--sets tiling pinwheel``): omnimalloc's own generators cut a 1 MiB x
+1,048,576-step rectangle into buffers, ``TilingSource`` by guillotine cuts and
+``PinwheelSource`` by pinwheels (five pieces no straight cut crosses), default arguments,
+53 to 745 buffers. The pieces tile the rectangle, so its 1,048,576 B is the optimum, known
+by construction, and equal to the peak-live bound (checked). Same columns and budget as the
+challenging set; skipped with a note when omnimalloc is not installed. Not in the default
+run: ``best`` spends its whole budget on each instance it does not prove (most of the 24)
+and SuperMalloc on each pinwheel, so they would add about 30 s at the default budget to a
+default run whose budgets alone take about 65 s.
+
 Hierarchies (the real instances with a fast memory of a quarter of their bound, exported
 encoders on Cadence's 256 KiB/16, 4 MiB/64, 1 GiB/64): the tensor bytes each placer leaves
 outside memory 1, which ``best`` minimises first, with ``best``'s default budget.
@@ -27,36 +37,58 @@ import os
 import platform
 import sys
 import time
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from workloads import INSTANCES, instance_workloads, model_workloads
 
 import cadence_memplan
+from cadence_memplan import Algorithm
 from cadence_memplan.api import DEFAULT_BUDGET_MS
 from cadence_memplan.io.minimalloc import read_minimalloc_csv
 from cadence_memplan.stats import peak_live_bytes
 
+if TYPE_CHECKING:
+    from omnimalloc import Allocation
+
 __all__ = ["main"]
 
-PLACERS = ("position", "heuristic", "best")
-HAVE_SUPERMALLOC = importlib.util.find_spec("omnimalloc") is not None
+PLACERS: tuple[Algorithm, ...] = ("position", "heuristic", "best")
+# omnimalloc gives the SuperMalloc column and generates the cut-rectangle sets.
+HAVE_OMNIMALLOC = importlib.util.find_spec("omnimalloc") is not None
+
+# Starts, inclusive ends and sizes, the first arguments of plan and validate.
+Arrays = tuple[npt.NDArray[np.int64], ...]
+# MiniMalloc's instance folders under INSTANCES, and the sets omnimalloc cuts out of a
+# rectangle with the buffer counts of each: a pinwheel turns one piece into five, so a
+# pinwheel set has 1 + 4m pieces, the nearest to the tiling counts.
+MINIMALLOC_SETS = ("challenging", "real")
+CUT_SET_COUNTS = {
+    "tiling": (56, 80, 110, 150, 190, 240, 300, 370, 450, 540, 640, 745),
+    "pinwheel": (53, 77, 109, 149, 189, 237, 297, 369, 449, 537, 637, 745),
+}
 
 
 def timed_plan(
-    arrays: tuple[Any, ...],
+    arrays: Arrays,
     memory: tuple[list[int], list[int]],
-    algorithm: str,
+    algorithm: Algorithm,
     budget_ms: float = DEFAULT_BUDGET_MS,
 ) -> tuple[cadence_memplan.PlanResult, float]:
+    starts, ends, sizes = arrays
     began = time.perf_counter()
-    result = cadence_memplan.plan(*arrays, *memory, algorithm=algorithm, budget_ms=budget_ms)  # type: ignore[arg-type]
+    result = cadence_memplan.plan(
+        starts, ends, sizes, *memory, algorithm=algorithm, budget_ms=budget_ms
+    )
     seconds = time.perf_counter() - began
-    assert cadence_memplan.validate(*arrays, result.mem_ids, result.offsets, *memory) is None
+    placement = (result.mem_ids, result.offsets)
+    assert cadence_memplan.validate(starts, ends, sizes, *placement, *memory) is None
     return result, seconds
 
 
-def supermalloc_bufsize(arrays: tuple[Any, ...], budget_ms: float) -> tuple[int, float]:
+def supermalloc_bufsize(arrays: Arrays, budget_ms: float) -> tuple[int, float]:
     """SuperMalloc's peak for one memory and the seconds it took; lifetimes half-open."""
     import omnimalloc
     from omnimalloc.allocators.supermalloc import SupermallocAllocator
@@ -72,7 +104,43 @@ def supermalloc_bufsize(arrays: tuple[Any, ...], budget_ms: float) -> tuple[int,
         pool, allocator=SupermallocAllocator(timeout=budget_ms / 1e3), validate=True
     )
     seconds = time.perf_counter() - began
-    return max(a.offset + a.size for a in placed.allocations), seconds
+    return placed.size, seconds
+
+
+def minimalloc_instances(folder: str) -> Iterator[tuple[str, Arrays]]:
+    """The CSV files of one folder of MiniMalloc's instances, named like challenging/A.1048576."""
+    for path in sorted((INSTANCES / folder).glob("*.csv")):
+        instance = read_minimalloc_csv(path)
+        yield f"{folder}/{path.stem}", (instance.starts, instance.ends, instance.sizes)
+
+
+def inclusive_arrays(allocations: Sequence[Allocation]) -> Arrays:
+    """omnimalloc's allocations as starts, inclusive ends and sizes; theirs end half-open."""
+    starts, ends, sizes = (
+        np.array(column, dtype=np.int64)
+        for column in zip(*((a.start, a.end, a.size) for a in allocations), strict=True)
+    )
+    return starts, ends - 1, sizes
+
+
+def cut_rectangle_instances(set_name: str) -> Iterator[tuple[str, Arrays]]:
+    """omnimalloc's rectangles cut into CUT_SET_COUNTS[set_name] buffers, named like
+    tiling/300, each checked to have its known optimum at the peak-live bound, which the
+    table's ratios divide by.
+
+    The buffers are shuffled (a fixed seed per count): the generator lists the pieces in
+    the order it cut them, and a greedy pass in that order rebuilds the rectangle, so a
+    solver that tries the input order (SuperMalloc's portfolio does) would read the
+    optimum off the order instead of finding it."""
+    from omnimalloc.benchmark.sources import PinwheelSource, TilingSource
+
+    source = TilingSource() if set_name == "tiling" else PinwheelSource()
+    for count in CUT_SET_COUNTS[set_name]:
+        order = np.random.default_rng(count).permutation(count)
+        arrays = tuple(column[order] for column in inclusive_arrays(source.get_allocations(count)))
+        optimum, bound = source.get_known_optimum(count), peak_live_bytes(*arrays)
+        assert optimum == bound, f"{set_name}/{count}: optimum {optimum}, peak-live bound {bound}"
+        yield f"{set_name}/{count}", arrays
 
 
 def first_within(result: cadence_memplan.PlanResult, bound: int, slack: float) -> str:
@@ -84,15 +152,19 @@ def first_within(result: cadence_memplan.PlanResult, bound: int, slack: float) -
 
 
 def one_memory_rows(
-    folder: str, budget_ms: float, supermalloc_max_tensors: int
+    set_name: str,
+    instances: Iterable[tuple[str, Arrays]],
+    budget_ms: float,
+    supermalloc_max_tensors: int,
 ) -> tuple[list[list[str]], dict[str, list[float]]]:
+    """A row per named instance, planned in one memory as large as all its buffers, then
+    the set's geometric means."""
     rows = []
     ratios: dict[str, list[float]] = {name: [] for name in (*PLACERS, "supermalloc")}
-    for path in sorted((INSTANCES / folder).glob("*.csv")):
-        instance = read_minimalloc_csv(path)
-        arrays = tuple(instance[1:])
+    for name, arrays in instances:
+        buffer_count = len(arrays[0])
         bound = peak_live_bytes(*arrays)
-        memory = ([int(instance.sizes.sum())], [1])
+        memory = ([int(arrays[2].sum())], [1])
         cells = []
         plans = {placer: timed_plan(arrays, memory, placer, budget_ms) for placer in PLACERS}
         for placer, (result, _) in plans.items():
@@ -105,15 +177,15 @@ def one_memory_rows(
             f"{seconds * 1e3:,.0f} ms",
             first_within(best, bound, 0.01),
         ]
-        if not HAVE_SUPERMALLOC:
+        if not HAVE_OMNIMALLOC:
             cells += ["not installed", ""]
-        elif len(instance.sizes) > supermalloc_max_tensors:
+        elif buffer_count > supermalloc_max_tensors:
             cells += ["not run", ""]
         else:
             peak, their_seconds = supermalloc_bufsize(arrays, budget_ms)
             ratios["supermalloc"].append(peak / bound)
             cells += [f"{peak / bound:.4f}", f"{their_seconds * 1e3:,.0f} ms"]
-        rows.append([f"{folder}/{path.stem}", f"{len(instance.sizes):,}", f"{bound:,}", *cells])
+        rows.append([name, f"{buffer_count:,}", f"{bound:,}", *cells])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     if rows:
 
@@ -124,7 +196,7 @@ def one_memory_rows(
         proved = sum(row[6] == "yes" for row in rows)
         rows.append(
             [
-                f"{folder}: geometric mean",
+                f"{set_name}: geometric mean",
                 "",
                 "",
                 *means,
@@ -190,15 +262,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sets",
         nargs="+",
-        choices=("challenging", "real"),
-        default=["challenging", "real"],
-        help="the one-memory sets to run (default both)",
+        choices=(*MINIMALLOC_SETS, *CUT_SET_COUNTS),
+        default=list(MINIMALLOC_SETS),
+        help="the one-memory sets to run (default challenging and real)",
     )
     parser.add_argument(
         "--budget-ms",
         type=float,
         default=1000.0,
-        help="best's and SuperMalloc's budget on the challenging set (default 1000)",
+        help="best's and SuperMalloc's budget on the challenging, tiling and pinwheel sets"
+        " (default 1000)",
     )
     parser.add_argument(
         "--supermalloc-max-tensors",
@@ -208,13 +281,22 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--markdown", help="also write the tables, with the command, to this file")
     args = parser.parse_args(argv)
-    if not INSTANCES.is_dir():
+    # The hierarchy table plans the real instances too; the cut rectangles need no files.
+    needs_instances = not args.no_hierarchy or any(s in MINIMALLOC_SETS for s in args.sets)
+    if needs_instances and not INSTANCES.is_dir():
         sys.exit(f"error: {INSTANCES} is not present")
 
     rows: list[list[str]] = []
-    for folder in args.sets:
-        budget = args.budget_ms if folder == "challenging" else DEFAULT_BUDGET_MS
-        rows += one_memory_rows(folder, budget, args.supermalloc_max_tensors)[0]
+    for set_name in args.sets:
+        if set_name in MINIMALLOC_SETS:
+            instances = minimalloc_instances(set_name)
+        elif HAVE_OMNIMALLOC:
+            instances = cut_rectangle_instances(set_name)
+        else:
+            print(f"{set_name}: skipped, omnimalloc is not installed", file=sys.stderr)
+            continue
+        budget = DEFAULT_BUDGET_MS if set_name == "real" else args.budget_ms
+        rows += one_memory_rows(set_name, instances, budget, args.supermalloc_max_tensors)[0]
     one = markdown(ONE_MEMORY_HEADERS, rows)
     print("\n".join(one), flush=True)
     hierarchy: list[str] = []
@@ -237,8 +319,9 @@ def main(argv: list[str] | None = None) -> None:
         note = (
             f"Measured with `{command}` on {platform.machine()} Linux, Python"
             f" {platform.python_version()}, {os.cpu_count()} cores, budget"
-            f" {args.budget_ms:g} ms on the challenging set and {DEFAULT_BUDGET_MS:g} ms"
-            f" elsewhere{'' if HAVE_SUPERMALLOC else '; omnimalloc not installed'}."
+            f" {args.budget_ms:g} ms on the challenging, tiling and pinwheel sets and"
+            f" {DEFAULT_BUDGET_MS:g} ms elsewhere"
+            f"{'' if HAVE_OMNIMALLOC else '; omnimalloc not installed'}."
         )
         temporary = f"{args.markdown}.tmp"
         with open(temporary, "w", encoding="utf-8") as out:
