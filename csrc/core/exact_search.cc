@@ -11,6 +11,7 @@
 
 #include "canonical_search.h"
 #include "planner.h"
+#include "top_repack.h"
 #include "unit_problem.h"
 
 namespace cadence_memplan {
@@ -217,6 +218,14 @@ constexpr int64_t kQuick = 2;
 constexpr int64_t kDives = 2;
 constexpr int kFirstShift = 3;
 constexpr int64_t kBelowWeight = 2;
+// The top repack (top_repack.h) runs in a round after a descent that
+// gained at most 1 / kStallFraction of the gap to the bound, with half the
+// round's descent nodes; its first step below the best plan is the gap >>
+// kRepackFirstShift, and a target is given up after kRepackFailures
+// repacks in a row that found nothing.
+constexpr Unit kStallFraction = 64;
+constexpr int kRepackFirstShift = 4;
+constexpr int kRepackFailures = 8;
 
 int64_t FirstNodeLimit(const UnitProblem& problem) {
   return std::max<int64_t>(64, 2 * static_cast<int64_t>(problem.items.size()));
@@ -287,6 +296,17 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   // resumed with larger limits, until their capacity changes.
   std::unique_ptr<Members> bound, below;
   int favourite = 0;  // The preorder of the descent's last answer: it runs first.
+  // A packing whose top is `top` units, below the best plan: the best plan.
+  const auto take = [&](std::vector<Offset> offsets, Unit top, const std::string& strategy) {
+    upper = top;
+    result.offsets = std::move(offsets);
+    result.bufsize = upper * a;
+    result.strategy = strategy;
+    result.improvements.push_back(
+        {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+             .count(),
+         result.bufsize, result.nodes});
+  };
   // Runs `set` on to `limit` nodes per member (each visits at most its
   // share of `remaining` more): a packing found is taken at its real top, a
   // capacity proved too small raises the bound.
@@ -301,16 +321,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
       for (size_t i = 0; i < units.items.size(); ++i) {
         top = std::max(top, decision.units[i] + units.items[i].units);
       }
-      if (top < upper) {
-        upper = top;
-        result.offsets = ToOffsets(problem, units, decision.units);
-        result.bufsize = upper * a;
-        result.strategy = decision.strategy;
-        result.improvements.push_back(
-            {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
-                 .count(),
-             result.bufsize, result.nodes});
-      }
+      if (top < upper) take(ToOffsets(problem, units, decision.units), top, decision.strategy);
     } else if (decision.fit == Fit::kDoesNotFit) {
       lower = std::max(lower, units.GrainAbove(set.capacity()));
     }
@@ -353,6 +364,11 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   //     members); an unanswered one halves it, down to one unit and then
   //     back to the first step: a capacity is not easier for being higher,
   //     and a probe further down is a different search.
+  // When the descent of the last round that ran one gained at most 1 /
+  // kStallFraction of the gap to the bound, half of this round's descent
+  // nodes first go to the top repack (below). Stalls come where the whole
+  // problem's searches run out of nodes (cut rectangles); the condition
+  // leaves A-K, whose descents keep gaining, exactly as without it.
   // The preorder that answered last (in the descent) runs first: one
   // preorder tends to answer all the probes of an instance, and the nodes
   // of the members before the winner are charged. When what is left cannot
@@ -412,6 +428,41 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
       stepping = fresh && quick(decision);
     }
   };
+  // The top repack (top_repack.h): when the descent stalls, repacking the
+  // tensors that end highest, the others staying put, often lowers the best
+  // plan where no search of the whole problem answers in its nodes (cut
+  // rectangles, docs/quality.md). It works on its own copy of the best plan,
+  // toward targets below it, in steps that double while it reaches them
+  // and halve while it does not; given up at one unit, until the next round.
+  std::unique_ptr<TopRepack> repack;
+  Unit repack_step = std::max<Unit>(1, (upper - lower) >> kRepackFirstShift);
+  const auto repack_top = [&](int64_t budget) {
+    if (!repack) repack = std::make_unique<TopRepack>(problem, result.offsets);
+    if (PackingBufsize(problem, repack->offsets()) > result.bufsize) repack->Reset(result.offsets);
+    while (budget > 0 && remaining > 0 && just_below() >= lower && !controller.Poll()) {
+      const Unit target = std::max(lower, units.Snap(upper - std::min(repack_step, upper - lower)));
+      const int64_t before = repack->nodes();
+      const bool reached =
+          repack->RepackTo(target * a, std::min(budget, remaining), kRepackFailures, limits);
+      const int64_t spent = repack->nodes() - before;
+      result.nodes += spent;
+      remaining -= spent;
+      budget -= spent;
+      if (reached) {
+        const Unit top = std::max(floor_units, PackingBufsize(problem, repack->offsets()) / a);
+        if (top < upper) take(repack->offsets(), top, repack->strategy());
+        repack_step = repack_step > kNoLimit / 2 ? kNoLimit : 2 * repack_step;
+      } else if (repack_step == 1) {
+        return;
+      } else {
+        repack_step /= 2;
+      }
+    }
+  };
+  // Whether the last round whose descent ran gained at most 1 /
+  // kStallFraction of the gap. (A round whose descent had nothing to spend,
+  // its nodes already overspent, says nothing.)
+  bool stalled = false;
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     const int64_t round_began = result.nodes;
@@ -430,7 +481,17 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     }
     if (decide(*bound, to).fit != Fit::kUnknown) continue;
     due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
+    if (stalled) {
+      const int64_t repack_began = result.nodes;
+      repack_top(due / 2);
+      due -= result.nodes - repack_began;
+    }
+    const Unit upper_before = upper;
+    const int64_t descent_began = result.nodes;
     descend(std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor));
+    if (result.nodes > descent_began) {
+      stalled = upper_before - upper <= (upper_before - lower) / kStallFraction;
+    }
     // Every member at the bound gave up, and the descent has nothing to run.
     if (result.nodes == round_began && bound->exhausted()) break;
   }

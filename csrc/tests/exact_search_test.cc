@@ -26,6 +26,7 @@
 #include "cut_rectangles.h"
 #include "packing_oracle.h"
 #include "planner.h"
+#include "top_repack.h"
 #include "unit_problem.h"
 
 namespace {
@@ -131,8 +132,36 @@ SearchLimits Nodes(int64_t nodes) {
 }
 
 struct Stats {
-  int64_t problems = 0, fits = 0, does_not_fit = 0, improved = 0;
+  int64_t problems = 0, fits = 0, does_not_fit = 0, improved = 0, repacked = 0;
 };
+
+// The highest aligned end of the tensors (not the obstacles) at `offsets`.
+Size TensorsTop(const PackingProblem& p, const std::vector<Offset>& offsets) {
+  Size top = 0;
+  for (size_t t = 0; t < p.tensors.size(); ++t) {
+    if (p.tensors[t].size > 0 && !p.tensors[t].lifetime.empty()) {
+      top = std::max(top, AlignUp(offsets[t] + p.tensors[t].size, p.alignment));
+    }
+  }
+  return top;
+}
+
+// TopRepack from `incumbent` toward every target below its top: the
+// packing stays valid and no higher, and a target it says it reached is.
+void CheckTopRepack(const PackingProblem& p, Size capacity, const std::vector<Offset>& incumbent,
+                    Stats& stats) {
+  const Size top = TensorsTop(p, incumbent);
+  for (Size target = 1; target < top; ++target) {
+    TopRepack repack(p, incumbent);
+    const bool reached = repack.RepackTo(target, 1 << 16, 8, Nodes(1 << 20));
+    CHECK_EQ(PackingProblemWith(p, capacity, repack.offsets()), std::string());
+    CHECK(TensorsTop(p, repack.offsets()) <= top);
+    if (reached) {
+      ++stats.repacked;
+      CHECK(TensorsTop(p, repack.offsets()) <= target);
+    }
+  }
+}
 
 void CheckAgainstBruteForce(uint64_t seed, Stats& stats) {
   std::mt19937_64 rng(seed);
@@ -159,6 +188,7 @@ void CheckAgainstBruteForce(uint64_t seed, Stats& stats) {
   }
   const std::vector<Offset> incumbent = FirstFitPacking(p, capacity, /*from_top=*/true);
   if (incumbent.empty()) return;
+  CheckTopRepack(p, capacity, incumbent, stats);
   const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 20));
   CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
   CHECK_EQ(result.bufsize, BufsizeOf(p, result.offsets));
@@ -492,10 +522,12 @@ int main() {
   CHECK(stats.fits > 1000);
   CHECK(stats.does_not_fit > 1000);
   CHECK(stats.improved > 20);
+  CHECK(stats.repacked > 20);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::cout << "exact_search_test: " << stats.problems << " tiny problems against brute force ("
             << stats.fits << " capacities that fit, " << stats.does_not_fit << " that do not, "
-            << stats.improved << " improved on a first fit from the top) in " << seconds << " s\n";
+            << stats.improved << " improved on a first fit from the top, " << stats.repacked
+            << " targets a top repack reached) in " << seconds << " s\n";
   return memplan_test::Finish();
 }
