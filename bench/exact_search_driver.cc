@@ -56,18 +56,21 @@ Size PeakLive(const std::vector<Tensor>& tensors) {
   return peak;
 }
 
-// MiniMalloc's CSV, its capacity in the name as in its benchmark files.
+// MiniMalloc's CSV, its capacity in the name as in its benchmark files;
+// written whole (a temporary file, then renamed) or not at all.
 bool WriteCsv(const std::string& dir, const std::string& name, const std::vector<Tensor>& tensors,
               Size capacity) {
   const std::string path = dir + "/" + name + "." + std::to_string(capacity) + ".csv";
-  std::ofstream out(path);
+  const std::string temporary = path + ".tmp";
+  std::ofstream out(temporary);
   out << "id,lower,upper,size\n";
   for (size_t k = 0; k < tensors.size(); ++k) {
     const Tensor& t = tensors[k];
     out << k << ',' << t.lifetime.start << ',' << t.lifetime.end + 1 << ',' << t.size << '\n';
   }
   out.close();
-  if (!out) {
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
     return false;
   }
