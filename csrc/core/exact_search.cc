@@ -220,10 +220,12 @@ constexpr int kFirstShift = 3;
 constexpr int64_t kBelowWeight = 2;
 // The top repack (top_repack.h) runs in a round after a descent that
 // gained at most 1 / kStallFraction of the gap to the bound, with half the
-// round's descent nodes; its first step below the best plan is the gap >>
-// kRepackFirstShift, and a target is given up after kRepackFailures
-// repacks in a row that found nothing.
+// round's descent nodes while it gains, each call that gains nothing
+// halving its share, down to 2^-kRepackMaxShift; its first step below the
+// best plan is the gap >> kRepackFirstShift, and a target is given up after
+// kRepackFailures repacks in a row that found nothing.
 constexpr Unit kStallFraction = 64;
+constexpr int kRepackMaxShift = 4;
 constexpr int kRepackFirstShift = 4;
 constexpr int kRepackFailures = 8;
 
@@ -365,8 +367,9 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   //     back to the first step: a capacity is not easier for being higher,
   //     and a probe further down is a different search.
   // When the descent of the last round that ran one gained at most 1 /
-  // kStallFraction of the gap to the bound, half of this round's descent
-  // nodes first go to the top repack (below). Stalls come where the whole
+  // kStallFraction of the gap to the bound, a share of this round's descent
+  // nodes (half, less while the repack gains nothing) first goes to the top
+  // repack (below). Stalls come where the whole
   // problem's searches run out of nodes (cut rectangles); the condition
   // leaves A-K, whose descents keep gaining, exactly as without it.
   // The preorder that answered last (in the descent) runs first: one
@@ -463,6 +466,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   // kStallFraction of the gap. (A round whose descent had nothing to spend,
   // its nodes already overspent, says nothing.)
   bool stalled = false;
+  int repack_shift = 1;  // The repack's share of a round's descent: due >> repack_shift.
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     const int64_t round_began = result.nodes;
@@ -483,8 +487,10 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
     if (stalled) {
       const int64_t repack_began = result.nodes;
-      repack_top(due / 2);
+      const Unit upper_before_repack = upper;
+      repack_top(due >> repack_shift);
       due -= result.nodes - repack_began;
+      repack_shift = upper < upper_before_repack ? 1 : std::min(repack_shift + 1, kRepackMaxShift);
     }
     const Unit upper_before = upper;
     const int64_t descent_began = result.nodes;

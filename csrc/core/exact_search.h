@@ -177,8 +177,8 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 // answer quickly, a smaller step when they do not). Near the end of a node
 // budget or a deadline, the bound's probe is cut to its share of what is
 // left (exact_search.cc says how the nodes are shared). After a round in
-// which the descent gained little, half of the next round's descent goes to
-// repacking the tensors that end highest, the others staying put
+// which the descent gained little, a share of the next round's descent goes
+// to repacking the tensors that end highest, the others staying put
 // (TopRepack, top_repack.h). Every packing it returns is valid for the
 // problem; `improvements` lists each step. Throws Interrupted.
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
