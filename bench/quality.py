@@ -316,11 +316,15 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(hierarchy))
     if args.markdown:
         command = " ".join(["python", "bench/quality.py", *(argv or sys.argv[1:])])
+        budgets = [
+            f"{DEFAULT_BUDGET_MS if name == 'real' else args.budget_ms:g} ms on {name}"
+            for name in args.sets
+        ]
+        if not args.no_hierarchy:
+            budgets.append(f"{DEFAULT_BUDGET_MS:g} ms on the hierarchies")
         note = (
             f"Measured with `{command}` on {platform.machine()} Linux, Python"
-            f" {platform.python_version()}, {os.cpu_count()} cores, budget"
-            f" {args.budget_ms:g} ms on the challenging, tiling and pinwheel sets and"
-            f" {DEFAULT_BUDGET_MS:g} ms elsewhere"
+            f" {platform.python_version()}, {os.cpu_count()} cores, budget {', '.join(budgets)}"
             f"{'' if HAVE_OMNIMALLOC else '; omnimalloc not installed'}."
         )
         temporary = f"{args.markdown}.tmp"
