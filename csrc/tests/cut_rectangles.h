@@ -1,6 +1,8 @@
 // Instances with a known optimum: a rectangle of `height` bytes x `span`
-// time steps cut into buffers by guillotine cuts (each cut splits one piece
-// in two, across its size or across its lifetime). The pieces tile the
+// time steps cut into buffers, by guillotine cuts (each cut splits one piece
+// in two, across its size or across its lifetime) or by pinwheels (each
+// splits a piece into a centre ringed by four blades, which no straight cut
+// crosses, so decomposition cannot take it apart). The pieces tile the
 // rectangle, so at every time step exactly `height` bytes are alive: the
 // peak-live bound is `height`, and the rectangle itself is a packing at that
 // bound, so the optimum is `height` (with alignment 1).
@@ -10,9 +12,10 @@
 // through our own mapping, not std::uniform_int_distribution, whose results
 // the standard leaves to the library).
 //
-// Used by exact_search_test (small ones: the search must prove the optimum,
-// or at least never claim a bound above it) and by bench/exact_search_driver
-// (the "cut rectangles" set of docs/quality.md).
+// Used by exact_search_test (small ones of both kinds: the search must prove
+// the optimum, or at least never claim a bound above it) and by
+// bench/exact_search_driver (the guillotine "cut rectangles" set of
+// docs/quality.md).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +75,46 @@ inline std::vector<CutPiece> CutRectangle(uint64_t seed, int pieces, cadence_mem
       out[k] = {p.low, p.size, {p.lifetime.start, cut}};
       out.push_back({p.low, p.size, {cut + 1, p.lifetime.end}});
     }
+  }
+  return out;
+}
+
+// Pinwheels: each step takes a piece with probability proportional to its
+// area among those at least 3 bytes x 3 steps, and splits it into five: a
+// blade along each side, p steps and q bytes thick (p drawn in [1, (length
+// - 1) / 2], q in [1, (size - 1) / 2]), and the centre. So a set has
+// 1 + 4m pieces: `pieces` is rounded down to that, or fewer when nothing
+// can be split any more.
+inline std::vector<CutPiece> PinwheelRectangle(uint64_t seed, int pieces,
+                                               cadence_memplan::Size height,
+                                               cadence_memplan::Time span) {
+  std::mt19937_64 rng(seed);
+  std::vector<CutPiece> out = {{0, height, {0, span - 1}}};
+  const auto length = [](const CutPiece& p) { return p.lifetime.end - p.lifetime.start + 1; };
+  while (static_cast<int>(out.size()) + 4 <= pieces) {
+    double total = 0;
+    for (const CutPiece& p : out) {
+      if (p.size >= 3 && length(p) >= 3) total += static_cast<double>(p.size) * length(p);
+    }
+    if (total == 0) break;
+    double pick = static_cast<double>(rng() >> 11) / 9007199254740992.0 * total;
+    size_t k = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].size < 3 || length(out[i]) < 3) continue;
+      k = i;
+      pick -= static_cast<double>(out[i].size) * length(out[i]);
+      if (pick < 0) break;
+    }
+    const CutPiece w = out[k];
+    const cadence_memplan::Time t0 = w.lifetime.start, t1 = w.lifetime.end;  // Inclusive.
+    const int64_t p = PortablePick(rng, 1, (length(w) - 1) / 2);
+    const int64_t q = PortablePick(rng, 1, (w.size - 1) / 2);
+    const cadence_memplan::Offset m0 = w.low, m1 = w.low + w.size;
+    out[k] = {m0, q, {t0, t1 - p}};                                // Bottom.
+    out.push_back({m0, w.size - q, {t1 - p + 1, t1}});             // Right.
+    out.push_back({m1 - q, q, {t0 + p, t1}});                      // Top.
+    out.push_back({m0 + q, w.size - q, {t0, t0 + p - 1}});         // Left.
+    out.push_back({m0 + q, w.size - 2 * q, {t0 + p, t1 - p}});     // Centre.
   }
   return out;
 }

@@ -6,7 +6,8 @@
 //     when a packing exists, and MinimizeBufsize must reach the optimum, prove
 //     it, and never claim a bound above it;
 //   * packings known by construction: a rectangle of capacity x time cut into
-//     tensors, whose optimum is the capacity;
+//     tensors (guillotine cuts, and pinwheels, which decomposition cannot
+//     take apart), whose optimum is the capacity; a top repack stays valid;
 //   * determinism under threads, node budgets, and interruption;
 //   * a search run in steps (resumed) visits what one run visits; a search
 //     whose undo logs pass their cap goes on as a dive, and gives up rather
@@ -278,6 +279,41 @@ void TestCutRectangleSet() {
   CHECK_EQ(proved, 8);
 }
 
+// Small pinwheel rectangles (cut_rectangles.h): no straight cut crosses a
+// pinwheel, so the search must find the tiling without decomposing it. The
+// rectangle is a packing at the bound; the search proves it, never claiming
+// a bound above it.
+void TestPinwheelRectangles() {
+  int proved = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const int pieces = 5 + 4 * static_cast<int>(seed % 4 + 1);
+    const auto cut = memplan_test::PinwheelRectangle(seed, pieces, 4096, 64);
+    PackingProblem p;
+    p.tensors = memplan_test::Tensors(cut);
+    memplan_test::SetContext("pinwheel rectangle " + std::to_string(seed));
+    CHECK_EQ(static_cast<int>(cut.size()), pieces);
+    // The pieces tile the rectangle: they pack within it, and fill it.
+    std::vector<Offset> rectangle;
+    int64_t area = 0;
+    for (const memplan_test::CutPiece& piece : cut) {
+      rectangle.push_back(piece.low);
+      area += piece.size * (piece.lifetime.end - piece.lifetime.start + 1);
+    }
+    CHECK_EQ(PackingProblemWith(p, 4096, rectangle), std::string());
+    CHECK_EQ(area, int64_t{4096} * 64);
+    const Size capacity = 4 * 4096;
+    const std::vector<Offset> incumbent = FirstFitPacking(p, capacity);
+    if (!CHECK(!incumbent.empty())) continue;
+    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 22));
+    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
+    CHECK_EQ(result.lower_bound, Size{4096});
+    CHECK(result.bufsize >= 4096);
+    proved += result.proved_optimal();
+  }
+  memplan_test::SetContext("pinwheel rectangles");
+  CHECK_EQ(proved, 8);
+}
+
 // Threads do not change the answer under a node budget; nor does running again.
 void TestThreadsAndNodes() {
   std::mt19937_64 rng(99);
@@ -510,6 +546,7 @@ int main() {
   TestAlignmentByHand();
   TestKnownOptimum();
   TestCutRectangleSet();
+  TestPinwheelRectangles();
   TestThreadsAndNodes();
   TestResumedSearch();
   TestDivePastUndoCap();
