@@ -253,65 +253,49 @@ void TestKnownOptimum() {
   CHECK_EQ(proved, cases);  // Each within its node budget: deterministic.
 }
 
-// The public set's generator (cut_rectangles.h), small: the rectangle's
-// height is the optimum; the search never claims a bound above it, and
-// proves it within the node budget (deterministic).
-void TestCutRectangleSet() {
-  int proved = 0;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
-    const auto pieces = memplan_test::CutRectangle(seed, 6 + 3 * static_cast<int>(seed), 4096, 64);
-    PackingProblem p;
-    p.tensors = memplan_test::Tensors(pieces);
-    memplan_test::SetContext("cut rectangle set " + std::to_string(seed));
-    const Size capacity = 4 * 4096;
-    const std::vector<Offset> incumbent = FirstFitPacking(p, capacity);
-    if (!CHECK(!incumbent.empty())) continue;
-    std::vector<Offset> rectangle;
-    for (const memplan_test::CutPiece& piece : pieces) rectangle.push_back(piece.low);
-    CHECK_EQ(PackingProblemWith(p, 4096, rectangle), std::string());  // A packing at the bound.
-    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 22));
-    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
-    CHECK_EQ(result.lower_bound, Size{4096});
-    CHECK(result.bufsize >= 4096);
-    proved += result.proved_optimal();
+// Pieces of a `height` x `span` rectangle (cut_rectangles.h) as a problem:
+// checks that they tile it (they pack within it and fill it), then that the
+// search from a first fit never claims a bound above `height` and returns a
+// valid packing. True when it proved `height` optimal within its node budget
+// (deterministic).
+bool ProvesRectangle(const std::vector<memplan_test::CutPiece>& pieces, Size height, Time span) {
+  PackingProblem p;
+  p.tensors = memplan_test::Tensors(pieces);
+  std::vector<Offset> rectangle;
+  int64_t area = 0;
+  for (const memplan_test::CutPiece& piece : pieces) {
+    rectangle.push_back(piece.low);
+    area += piece.size * (piece.lifetime.end - piece.lifetime.start + 1);
   }
-  memplan_test::SetContext("cut rectangle set");
-  CHECK_EQ(proved, 8);
+  CHECK_EQ(PackingProblemWith(p, height, rectangle), std::string());
+  CHECK_EQ(area, height * span);
+  const Size capacity = 4 * height;
+  const std::vector<Offset> incumbent = FirstFitPacking(p, capacity);
+  if (!CHECK(!incumbent.empty())) return false;
+  const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 22));
+  CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
+  CHECK_EQ(result.lower_bound, height);
+  CHECK(result.bufsize >= height);
+  return result.proved_optimal();
 }
 
-// Small pinwheel rectangles (cut_rectangles.h): no straight cut crosses a
-// pinwheel, so the search must find the tiling without decomposing it. The
-// rectangle is a packing at the bound; the search proves it, never claiming
-// a bound above it.
-void TestPinwheelRectangles() {
+// Both generators of cut_rectangles.h, small: guillotine cuts, and pinwheels,
+// which no straight cut crosses, so that the search must find the tiling
+// without decomposing it.
+void TestCutRectangleSets() {
   int proved = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    const int pieces = 5 + 4 * static_cast<int>(seed % 4 + 1);
-    const auto cut = memplan_test::PinwheelRectangle(seed, pieces, 4096, 64);
-    PackingProblem p;
-    p.tensors = memplan_test::Tensors(cut);
+    memplan_test::SetContext("cut rectangle set " + std::to_string(seed));
+    proved += ProvesRectangle(
+        memplan_test::CutRectangle(seed, 6 + 3 * static_cast<int>(seed), 4096, 64), 4096, 64);
     memplan_test::SetContext("pinwheel rectangle " + std::to_string(seed));
-    CHECK_EQ(static_cast<int>(cut.size()), pieces);
-    // The pieces tile the rectangle: they pack within it, and fill it.
-    std::vector<Offset> rectangle;
-    int64_t area = 0;
-    for (const memplan_test::CutPiece& piece : cut) {
-      rectangle.push_back(piece.low);
-      area += piece.size * (piece.lifetime.end - piece.lifetime.start + 1);
-    }
-    CHECK_EQ(PackingProblemWith(p, 4096, rectangle), std::string());
-    CHECK_EQ(area, int64_t{4096} * 64);
-    const Size capacity = 4 * 4096;
-    const std::vector<Offset> incumbent = FirstFitPacking(p, capacity);
-    if (!CHECK(!incumbent.empty())) continue;
-    const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 22));
-    CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
-    CHECK_EQ(result.lower_bound, Size{4096});
-    CHECK(result.bufsize >= 4096);
-    proved += result.proved_optimal();
+    const int pieces = 5 + 4 * static_cast<int>(seed % 4 + 1);
+    const auto pinwheels = memplan_test::PinwheelRectangle(seed, pieces, 4096, 64);
+    CHECK_EQ(static_cast<int>(pinwheels.size()), pieces);
+    proved += ProvesRectangle(pinwheels, 4096, 64);
   }
-  memplan_test::SetContext("pinwheel rectangles");
-  CHECK_EQ(proved, 8);
+  memplan_test::SetContext("cut rectangle sets");
+  CHECK_EQ(proved, 16);
 }
 
 // Threads do not change the answer under a node budget; nor does running again.
@@ -545,8 +529,7 @@ int main() {
   const auto begin = std::chrono::steady_clock::now();
   TestAlignmentByHand();
   TestKnownOptimum();
-  TestCutRectangleSet();
-  TestPinwheelRectangles();
+  TestCutRectangleSets();
   TestThreadsAndNodes();
   TestResumedSearch();
   TestDivePastUndoCap();
