@@ -369,9 +369,9 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   // When the descent of the last round that ran one gained at most 1 /
   // kStallFraction of the gap to the bound, a share of this round's descent
   // nodes (half, less while the repack gains nothing) first goes to the top
-  // repack (below). Stalls come where the whole
-  // problem's searches run out of nodes (cut rectangles); the condition
-  // leaves A-K, whose descents keep gaining, exactly as without it.
+  // repack (below). Stalls come where the whole problem's searches run out
+  // of nodes (cut rectangles); the condition leaves A-K, whose descents keep
+  // gaining, exactly as without it.
   // The preorder that answered last (in the descent) runs first: one
   // preorder tends to answer all the probes of an instance, and the nodes
   // of the members before the winner are charged. When what is left cannot
@@ -485,7 +485,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     }
     if (decide(*bound, to).fit != Fit::kUnknown) continue;
     due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
-    if (stalled) {
+    if (stalled && (due >> repack_shift) > 0) {
       const int64_t repack_began = result.nodes;
       const Unit upper_before_repack = upper;
       repack_top(due >> repack_shift);
