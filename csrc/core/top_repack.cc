@@ -7,7 +7,8 @@
 namespace cadence_memplan {
 namespace {
 
-// A repack frees about this many tensors at first, and never fewer.
+// The count a repack frees is drawn around a size that starts here and
+// never goes below it.
 constexpr size_t kFewestFreed = 16;
 // A repack gets this many nodes per freed tensor, a few dives' worth: one
 // that does not answer quickly is given up for another draw.
