@@ -6,15 +6,14 @@
 // Why. MinimizeBufsize's probes ask "does everything fit below C?" of the
 // whole problem. Where the optimum is hard (cut rectangles, D and J), such a
 // search runs out of nodes far from its answer: a depth-first search does
-// not revisit the choices near its root within its limit, and a packing
-// that is wasteful low down stays so. A packing just above the target is
-// often wasteful only near its top: repacking the k tensors that end highest
-// on the skyline the others leave is a small problem, answered in a few
-// dives where the whole one is not. k is drawn around a size that grows
-// while repacks fail and shrinks while they answer. (Freeing a window of
-// time instead was tried: the freed tensors that outlive the window stay
-// pinned by their neighbours outside it, and the repacks rarely answered;
-// docs/quality.md.)
+// not revisit the choices near its root within its limit. But a packing
+// just above the target often needs changing only near its top: repacking
+// the k tensors that end highest on the skyline the others leave is a
+// small problem, answered in a few dives where the whole one is not. k is
+// drawn around a size that grows while repacks fail and shrinks while they
+// answer. (Freeing a window of time instead was tried: the freed tensors
+// that outlive the window stay pinned by their neighbours outside it, and
+// the repacks rarely answered; docs/quality.md.)
 //
 // Deterministic: k is drawn from a fixed-seed generator, the work is counted
 // in nodes, and a deadline only stops it early. Lifetimes are inclusive
