@@ -17,11 +17,12 @@ Cut rectangles (``--sets tiling pinwheel``): omnimalloc's own generators cut a 1
 1,048,576-step rectangle into buffers, ``TilingSource`` by guillotine cuts and
 ``PinwheelSource`` by pinwheels (five pieces no straight cut crosses), default arguments,
 53 to 745 buffers. The pieces tile the rectangle, so its 1,048,576 B is the optimum, known
-by construction, and equal to the peak-live bound (checked). Same columns and budget as the
-challenging set; skipped with a note when omnimalloc is not installed. Not in the default
-run: ``best`` spends its whole budget on each instance it does not prove (most of the 24)
-and SuperMalloc on each pinwheel, so they would add about 30 s at the default budget to a
-default run whose budgets alone take about 65 s.
+by construction, and equal to the peak-live bound (checked); their buffers are shuffled
+(``cut_rectangle_instances`` says why). Same columns and budget as the challenging set;
+skipped with a note when omnimalloc is not installed. Not in the default run: ``best``
+spends its whole budget on the 15 of the 24 it does not prove and SuperMalloc on all but
+two, so they would add about 40 s at the default budget to a default run whose budgets
+alone take about 65 s.
 
 Hierarchies (the real instances with a fast memory of a quarter of their bound, exported
 encoders on Cadence's 256 KiB/16, 4 MiB/64, 1 GiB/64): the tensor bytes each placer leaves
