@@ -38,6 +38,29 @@ inline int64_t PortablePick(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return lo + static_cast<int64_t>(rng() % range);
 }
 
+inline int64_t Length(const CutPiece& p) { return p.lifetime.end - p.lifetime.start + 1; }
+
+// The index of a piece that `eligible` accepts, drawn with probability
+// proportional to its area; pieces.size() when it accepts none (and then
+// nothing is drawn).
+template <typename Eligible>
+size_t PickByArea(std::mt19937_64& rng, const std::vector<CutPiece>& pieces, Eligible eligible) {
+  double total = 0;
+  for (const CutPiece& p : pieces) {
+    if (eligible(p)) total += static_cast<double>(p.size) * Length(p);
+  }
+  if (total == 0) return pieces.size();
+  double pick = static_cast<double>(rng() >> 11) / 9007199254740992.0 * total;
+  size_t k = pieces.size();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (!eligible(pieces[i])) continue;
+    k = i;
+    pick -= static_cast<double>(pieces[i].size) * Length(pieces[i]);
+    if (pick < 0) break;
+  }
+  return k;
+}
+
 // `pieces` pieces (fewer only if nothing can be cut any more). Each cut
 // takes a piece with probability proportional to its area and cuts it
 // between a quarter and three quarters of the way along a side, across its
@@ -47,19 +70,11 @@ inline std::vector<CutPiece> CutRectangle(uint64_t seed, int pieces, cadence_mem
                                           cadence_memplan::Time span) {
   std::mt19937_64 rng(seed);
   std::vector<CutPiece> out = {{0, height, {0, span - 1}}};
-  const auto length = [](const CutPiece& p) { return p.lifetime.end - p.lifetime.start + 1; };
   int stuck = 0;
   while (static_cast<int>(out.size()) < pieces && stuck < 1000) {
-    double total = 0;
-    for (const CutPiece& p : out) total += static_cast<double>(p.size) * length(p);
-    double pick = static_cast<double>(rng() >> 11) / 9007199254740992.0 * total;
-    size_t k = 0;
-    for (; k + 1 < out.size(); ++k) {
-      pick -= static_cast<double>(out[k].size) * length(out[k]);
-      if (pick < 0) break;
-    }
+    const size_t k = PickByArea(rng, out, [](const CutPiece&) { return true; });
     const CutPiece p = out[k];
-    const bool can_size = p.size >= 4, can_time = length(p) >= 4;
+    const bool can_size = p.size >= 4, can_time = Length(p) >= 4;
     if (!can_size && !can_time) {
       ++stuck;
       continue;
@@ -70,7 +85,7 @@ inline std::vector<CutPiece> CutRectangle(uint64_t seed, int pieces, cadence_mem
       out[k] = {p.low, cut, p.lifetime};
       out.push_back({p.low + cut, p.size - cut, p.lifetime});
     } else {
-      const int64_t n = length(p);
+      const int64_t n = Length(p);
       const cadence_memplan::Time cut = p.lifetime.start + PortablePick(rng, n / 4, n - n / 4) - 1;
       out[k] = {p.low, p.size, {p.lifetime.start, cut}};
       out.push_back({p.low, p.size, {cut + 1, p.lifetime.end}});
@@ -90,24 +105,13 @@ inline std::vector<CutPiece> PinwheelRectangle(uint64_t seed, int pieces,
                                                cadence_memplan::Time span) {
   std::mt19937_64 rng(seed);
   std::vector<CutPiece> out = {{0, height, {0, span - 1}}};
-  const auto length = [](const CutPiece& p) { return p.lifetime.end - p.lifetime.start + 1; };
   while (static_cast<int>(out.size()) + 4 <= pieces) {
-    double total = 0;
-    for (const CutPiece& p : out) {
-      if (p.size >= 3 && length(p) >= 3) total += static_cast<double>(p.size) * length(p);
-    }
-    if (total == 0) break;
-    double pick = static_cast<double>(rng() >> 11) / 9007199254740992.0 * total;
-    size_t k = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].size < 3 || length(out[i]) < 3) continue;
-      k = i;
-      pick -= static_cast<double>(out[i].size) * length(out[i]);
-      if (pick < 0) break;
-    }
+    const size_t k =
+        PickByArea(rng, out, [](const CutPiece& p) { return p.size >= 3 && Length(p) >= 3; });
+    if (k == out.size()) break;
     const CutPiece w = out[k];
     const cadence_memplan::Time t0 = w.lifetime.start, t1 = w.lifetime.end;  // Inclusive.
-    const int64_t p = PortablePick(rng, 1, (length(w) - 1) / 2);
+    const int64_t p = PortablePick(rng, 1, (Length(w) - 1) / 2);
     const int64_t q = PortablePick(rng, 1, (w.size - 1) / 2);
     const cadence_memplan::Offset m0 = w.low, m1 = w.low + w.size;
     out[k] = {m0, q, {t0, t1 - p}};                                // Bottom.
