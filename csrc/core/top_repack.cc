@@ -27,17 +27,20 @@ TopRepack::TopRepack(const PackingProblem& problem, std::vector<Offset> offsets)
 bool TopRepack::RepackTo(Size capacity, int64_t max_nodes, int max_failures,
                          const SearchLimits& limits) {
   const int64_t began = nodes_;
-  const auto end = [&](TensorIndex t) {
-    return AlignUp(SaturatingAdd(offsets_[t], problem_.tensors[t].size), problem_.alignment);
-  };
   for (int failures = 0;;) {
-    // The tensors by their end, highest first (ties by index: deterministic).
-    std::vector<TensorIndex> by_end = placed_;
-    std::sort(by_end.begin(), by_end.end(), [&](TensorIndex x, TensorIndex y) {
-      return end(x) != end(y) ? end(x) > end(y) : x < y;
+    // The tensors by their aligned end, highest first (ties by index:
+    // deterministic).
+    std::vector<std::pair<Offset, TensorIndex>> by_end;
+    by_end.reserve(placed_.size());
+    for (const TensorIndex t : placed_) {
+      by_end.push_back(
+          {AlignUp(SaturatingAdd(offsets_[t], problem_.tensors[t].size), problem_.alignment), t});
+    }
+    std::sort(by_end.begin(), by_end.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
     size_t above = 0;
-    while (above < by_end.size() && end(by_end[above]) > capacity) ++above;
+    while (above < by_end.size() && by_end[above].first > capacity) ++above;
     if (above == 0) return true;
     const int64_t left = max_nodes - (nodes_ - began);
     if (left <= 0 || failures >= max_failures ||
@@ -53,15 +56,15 @@ bool TopRepack::RepackTo(Size capacity, int64_t max_nodes, int max_failures,
     PackingProblem top;
     top.alignment = problem_.alignment;
     top.obstacles = problem_.obstacles;
-    Lifetime span = problem_.tensors[by_end[0]].lifetime;
+    Lifetime span = problem_.tensors[by_end[0].second].lifetime;
     for (size_t r = 0; r < k; ++r) {
-      const Tensor& tensor = problem_.tensors[by_end[r]];
+      const Tensor& tensor = problem_.tensors[by_end[r].second];
       top.tensors.push_back(tensor);
       span.start = std::min(span.start, tensor.lifetime.start);
       span.end = std::max(span.end, tensor.lifetime.end);
     }
     for (size_t r = k; r < by_end.size(); ++r) {
-      const TensorIndex t = by_end[r];
+      const TensorIndex t = by_end[r].second;
       if (problem_.tensors[t].lifetime.Overlaps(span)) {
         top.obstacles.push_back({problem_.tensors[t], offsets_[t]});
       }
@@ -71,7 +74,7 @@ bool TopRepack::RepackTo(Size capacity, int64_t max_nodes, int max_failures,
     const FitResult fit = FitInCapacity(top, capacity, repack);
     nodes_ += fit.nodes;
     if (fit.fit == Fit::kFits) {
-      for (size_t r = 0; r < k; ++r) offsets_[by_end[r]] = fit.offsets[r];
+      for (size_t r = 0; r < k; ++r) offsets_[by_end[r].second] = fit.offsets[r];
       strategy_ = "top repack, " + fit.strategy;
       failures = 0;
       freed_ = std::max(kFewestFreed, freed_ - freed_ / 8);
