@@ -207,7 +207,8 @@ inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> it
   part.lo = lo;
   part.hi = hi;
   // Keys, largest first: T the largest section total, W the lifetime's
-  // length, A the area, Z the size, C the number of sections.
+  // length, A the area, Z the size, C the number of sections; the first
+  // replaced by priority_ when there is one.
   struct Keyed {
     ItemIndex item;
     double key[4];
@@ -230,6 +231,7 @@ inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> it
         default: k.key[c] = static_cast<double>(item.hi - item.lo); break;
       }
     }
+    if (priority_ != nullptr) k.key[0] = (*priority_)[i];
     keyed.push_back(k);
   }
   // Ties: identical tensors next to each other (for the symmetry rule),

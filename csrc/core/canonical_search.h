@@ -48,9 +48,17 @@ enum class Outcome { kFound, kNotFound, kAborted };
 // capacity, with one static preorder, run in steps up to node limits.
 class CanonicalSearch {
  public:
+  // `priority`, when given (one per item, larger first, outliving the
+  // search), takes the place of the preorder's first key: SqueakyDives
+  // (squeaky_dives.h) learns it.
   CanonicalSearch(const UnitProblem& problem, Unit capacity, const std::string& preorder,
-                  int64_t max_undo_bytes = kMaxUndoBytes)
-      : p_(problem), capacity_(capacity), preorder_(preorder), max_undo_bytes_(max_undo_bytes) {}
+                  int64_t max_undo_bytes = kMaxUndoBytes,
+                  const std::vector<double>* priority = nullptr)
+      : p_(problem),
+        capacity_(capacity),
+        preorder_(preorder),
+        max_undo_bytes_(max_undo_bytes),
+        priority_(priority) {}
 
   // Searches on until an answer, `node_limit` nodes in all (counted since
   // the first call), should_stop (polled every 256 nodes) or giving up: kFound
@@ -200,6 +208,7 @@ class CanonicalSearch {
   const Unit capacity_;
   const std::string preorder_;
   const int64_t max_undo_bytes_;
+  const std::vector<double>* const priority_;
   int64_t nodes_ = 0;
   State state_ = State::kNew;
   Outcome outcome_ = Outcome::kAborted;  // Once finished.

@@ -11,6 +11,7 @@
 
 #include "canonical_search.h"
 #include "planner.h"
+#include "squeaky_dives.h"
 #include "top_repack.h"
 #include "unit_problem.h"
 
@@ -20,6 +21,7 @@ namespace {
 using detail::CanonicalSearch;
 using detail::kNoLimit;
 using detail::Outcome;
+using detail::SqueakyDives;
 using detail::Unit;
 using detail::UnitProblem;
 
@@ -218,14 +220,15 @@ constexpr int64_t kQuick = 2;
 constexpr int64_t kDives = 2;
 constexpr int kFirstShift = 3;
 constexpr int64_t kBelowWeight = 2;
-// The top repack (top_repack.h) runs in a round after a descent that
-// gained at most 1 / kStallFraction of the gap to the bound, with half the
-// round's descent nodes while it gains, each call that gains nothing
-// halving its share, down to 2^-kRepackMaxShift; its first step below the
-// best plan is the gap >> kRepackFirstShift, and a target is given up after
-// kRepackFailures repacks in a row that found nothing.
+// In a round after a descent that gained at most 1 / kStallFraction of the
+// gap to the bound, squeaky dives (squeaky_dives.h), then the top repack
+// (top_repack.h), each get half of the round's descent nodes left while
+// they gain, each call that gains nothing halving that share, down to
+// 2^-kStallShareMaxShift. The repack's first step below the best plan is the
+// gap >> kRepackFirstShift, and a target is given up after kRepackFailures
+// repacks in a row that found nothing.
 constexpr Unit kStallFraction = 64;
-constexpr int kRepackMaxShift = 4;
+constexpr int kStallShareMaxShift = 4;
 constexpr int kRepackFirstShift = 4;
 constexpr int kRepackFailures = 8;
 
@@ -367,11 +370,12 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
   //     back to the first step: a capacity is not easier for being higher,
   //     and a probe further down is a different search.
   // When the descent of the last round that ran one gained at most 1 /
-  // kStallFraction of the gap to the bound, a share of this round's descent
-  // nodes (half, less while the repack gains nothing) first goes to the top
-  // repack (below). Stalls come where the whole problem's searches run out
-  // of nodes (cut rectangles); the condition leaves A-K, whose descents keep
-  // gaining, exactly as without it.
+  // kStallFraction of the gap to the bound, shares of this round's descent
+  // nodes first go to squeaky dives, then to the top repack, which starts
+  // from their plan when it is the best (half of what is left each, less
+  // while one gains nothing; below). Stalls come where the whole problem's
+  // searches run out of nodes (cut rectangles); of A-K, whose descents keep
+  // gaining, only F stalls (twice).
   // The preorder that answered last (in the descent) runs first: one
   // preorder tends to answer all the probes of an instance, and the nodes
   // of the members before the winner are charged. When what is left cannot
@@ -462,11 +466,39 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
       }
     }
   };
+  // Squeaky dives (squeaky_dives.h): greedy packings whose order is learned
+  // from dive to dive, a search that leaves the depth-first one's subtree.
+  std::unique_ptr<SqueakyDives> dives;
+  const auto squeaky_dives = [&](int64_t budget) {
+    if (!dives) dives = std::make_unique<SqueakyDives>(units);
+    while (budget > 0 && remaining > 0 && just_below() >= lower && !controller.Poll()) {
+      const int64_t before = dives->nodes();
+      const bool dived =
+          dives->Dive(std::min(budget, remaining), upper, [&] { return controller.Poll(); });
+      const int64_t spent = dives->nodes() - before;
+      result.nodes += spent;
+      remaining -= spent;
+      budget -= spent;
+      if (!dived) return;
+      const Unit top = std::max(floor_units, dives->top());
+      if (top < upper) take(ToOffsets(problem, units, dives->packing()), top, "squeaky dives");
+    }
+  };
   // Whether the last round whose descent ran gained at most 1 /
   // kStallFraction of the gap. (A round whose descent had nothing to spend,
   // its nodes already overspent, says nothing.)
   bool stalled = false;
-  int repack_shift = 1;  // The repack's share of a round's descent: due >> repack_shift.
+  // Runs `helper` with its share of the descent's nodes, due >> shift, and
+  // adapts the share to whether it lowered the best plan.
+  const auto share_with = [&](int& shift, const auto& helper) {
+    if ((due >> shift) <= 0) return;
+    const int64_t began = result.nodes;
+    const Unit upper_before = upper;
+    helper(due >> shift);
+    due -= result.nodes - began;
+    shift = upper < upper_before ? 1 : std::min(shift + 1, kStallShareMaxShift);
+  };
+  int repack_shift = 1, dives_shift = 1;
   for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
        limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
     const int64_t round_began = result.nodes;
@@ -485,12 +517,9 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     }
     if (decide(*bound, to).fit != Fit::kUnknown) continue;
     due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
-    if (stalled && (due >> repack_shift) > 0) {
-      const int64_t repack_began = result.nodes;
-      const Unit upper_before_repack = upper;
-      repack_top(due >> repack_shift);
-      due -= result.nodes - repack_began;
-      repack_shift = upper < upper_before_repack ? 1 : std::min(repack_shift + 1, kRepackMaxShift);
+    if (stalled) {
+      share_with(dives_shift, squeaky_dives);
+      share_with(repack_shift, repack_top);
     }
     const Unit upper_before = upper;
     const int64_t descent_began = result.nodes;

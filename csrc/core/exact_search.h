@@ -177,10 +177,11 @@ Size PackingBufsize(const PackingProblem& problem, const std::vector<Offset>& of
 // answer quickly, a smaller step when they do not). Near the end of a node
 // budget or a deadline, the bound's probe is cut to its share of what is
 // left (exact_search.cc says how the nodes are shared). After a round in
-// which the descent gained little, a share of the next round's descent goes
-// to repacking the tensors that end highest, the others staying put
-// (TopRepack, top_repack.h). Every packing it returns is valid for the
-// problem; `improvements` lists each step. Throws Interrupted.
+// which the descent gained little, shares of the next round's descent go
+// to greedy dives whose order the squeaky wheel learns (SqueakyDives,
+// squeaky_dives.h), then to repacking the tensors that end highest, the
+// others staying put (TopRepack, top_repack.h). Every packing it returns is
+// valid for the problem; `improvements` lists each step. Throws Interrupted.
 PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
                               std::vector<Offset> incumbent, const SearchLimits& limits);
 
@@ -189,9 +190,9 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
 // one section a tensor spans, plus about 100 per tensor and 50 per section),
 // shared read-only by its members, and per member (one per preorder and
 // capacity kept: MinimizeBufsize keeps those at the bound and one unit below
-// the best plan and runs those of a step or of a top repack's FitInCapacity,
-// never both at once, so at most kSearchMembers at once, whatever the
-// threads) a fixed state (about 100 bytes per tensor and 100
+// the best plan and runs those of a step, of a top repack's FitInCapacity or
+// a squeaky dive, one of them at a time, so at most kSearchMembers at once,
+// whatever the threads) a fixed state (about 100 bytes per tensor and 100
 // per section) and undo logs that grow with the depth of its search (8
 // bytes per section whose lowest tensor changed, 12 per tensor whose minimum
 // offset rose, per placement on the stack). Each member's logs are capped at

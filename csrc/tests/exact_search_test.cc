@@ -8,6 +8,8 @@
 //   * packings known by construction: a rectangle of capacity x time cut into
 //     tensors (guillotine cuts, and pinwheels, which decomposition cannot
 //     take apart), whose optimum is the capacity; a top repack stays valid;
+//   * squeaky dives: every dive a valid packing, the same sequence each
+//     time, and later dives lower than the first (they learn);
 //   * determinism under threads, node budgets, and interruption;
 //   * a search run in steps (resumed) visits what one run visits; a search
 //     whose undo logs pass their cap goes on as a dive, and gives up rather
@@ -27,6 +29,7 @@
 #include "cut_rectangles.h"
 #include "packing_oracle.h"
 #include "planner.h"
+#include "squeaky_dives.h"
 #include "top_repack.h"
 #include "unit_problem.h"
 
@@ -133,7 +136,7 @@ SearchLimits Nodes(int64_t nodes) {
 }
 
 struct Stats {
-  int64_t problems = 0, fits = 0, does_not_fit = 0, improved = 0, repacked = 0;
+  int64_t problems = 0, fits = 0, does_not_fit = 0, improved = 0, repacked = 0, dives = 0;
 };
 
 // The highest aligned end of the tensors (not the obstacles) at `offsets`.
@@ -164,6 +167,49 @@ void CheckTopRepack(const PackingProblem& p, Size capacity, const std::vector<Of
   }
 }
 
+// The byte offsets of a search's solution (lone tensors at 0).
+std::vector<Offset> SolutionOffsets(const PackingProblem& p, const detail::UnitProblem& units,
+                                    const std::vector<detail::Unit>& solution) {
+  std::vector<Offset> offsets(p.tensors.size(), 0);
+  for (size_t i = 0; i < units.items.size(); ++i) {
+    offsets[units.items[i].tensor] = solution[i] * p.alignment;
+  }
+  return offsets;
+}
+
+// Squeaky dives (squeaky_dives.h), each pushed against the lowest top so
+// far: every dive packs the problem (obstacles honoured) and reports its
+// top. Returns the tops, in order.
+std::vector<detail::Unit> CheckSqueakyDives(const PackingProblem& p, int count, Stats& stats) {
+  const detail::UnitProblem units(p);
+  detail::SqueakyDives dives(units);
+  std::vector<detail::Unit> tops;
+  Size everything = 0;
+  for (const Tensor& t : p.tensors) everything += AlignUp(t.size, p.alignment);
+  for (const Obstacle& o : p.obstacles) {
+    everything += AlignUp(o.offset + o.tensor.size, p.alignment);
+  }
+  detail::Unit reference = detail::kNoLimit;
+  for (int k = 0; k < count; ++k) {
+    const int64_t before = dives.nodes();
+    if (!CHECK(dives.Dive(1 << 20, reference, [] { return false; }))) break;
+    ++stats.dives;
+    // A node per item and at most one per split into independent parts: a
+    // dive never backtracks.
+    CHECK(dives.nodes() - before <= 2 * static_cast<int64_t>(units.items.size()) + 1);
+    const std::vector<Offset> offsets = SolutionOffsets(p, units, dives.packing());
+    CHECK_EQ(PackingProblemWith(p, everything, offsets), std::string());
+    detail::Unit top = 0;
+    for (size_t i = 0; i < units.items.size(); ++i) {
+      top = std::max(top, dives.packing()[i] + units.items[i].units);
+    }
+    CHECK_EQ(dives.top(), top);
+    tops.push_back(top);
+    reference = std::min(reference, top);
+  }
+  return tops;
+}
+
 void CheckAgainstBruteForce(uint64_t seed, Stats& stats) {
   std::mt19937_64 rng(seed);
   const PackingProblem p = TinyProblem(rng);
@@ -190,6 +236,7 @@ void CheckAgainstBruteForce(uint64_t seed, Stats& stats) {
   const std::vector<Offset> incumbent = FirstFitPacking(p, capacity, /*from_top=*/true);
   if (incumbent.empty()) return;
   CheckTopRepack(p, capacity, incumbent, stats);
+  CheckSqueakyDives(p, 4, stats);
   const PackingResult result = MinimizeBufsize(p, capacity, incumbent, Nodes(1 << 20));
   CHECK_EQ(PackingProblemWith(p, capacity, result.offsets), std::string());
   CHECK_EQ(result.bufsize, BufsizeOf(p, result.offsets));
@@ -318,16 +365,6 @@ void TestThreadsAndNodes() {
     CHECK_EQ(together.lower_bound, alone.lower_bound);
     CHECK(alone.nodes <= 3000 + 3 * 3000);  // One decision may overrun what was left.
   }
-}
-
-// The byte offsets of a search's solution (lone tensors at 0).
-std::vector<Offset> SolutionOffsets(const PackingProblem& p, const detail::UnitProblem& units,
-                                    const std::vector<detail::Unit>& solution) {
-  std::vector<Offset> offsets(p.tensors.size(), 0);
-  for (size_t i = 0; i < units.items.size(); ++i) {
-    offsets[units.items[i].tensor] = solution[i] * p.alignment;
-  }
-  return offsets;
 }
 
 // A search stopped at its node limit and run again with a larger one goes
@@ -475,6 +512,27 @@ void TestDescentDoesNotStall() {
   CHECK(open >= 2);  // Not vacuous.
 }
 
+// Squeaky dives learn: on cut rectangles, whose first dive wastes space,
+// later dives come lower than the first (with no push, every dive would be
+// the first), and a second run gives the same tops.
+void TestSqueakyDivesLearn() {
+  int lower = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    memplan_test::SetContext("squeaky dives " + std::to_string(seed));
+    PackingProblem p;
+    p.tensors = memplan_test::Tensors(
+        seed % 2 == 0 ? memplan_test::CutRectangle(seed, 120, 1 << 20, 1024)
+                      : memplan_test::PinwheelRectangle(seed, 121, 1 << 20, 1024));
+    Stats stats;
+    const std::vector<detail::Unit> tops = CheckSqueakyDives(p, 64, stats);
+    CHECK(tops == CheckSqueakyDives(p, 64, stats));  // Deterministic.
+    if (!CHECK(!tops.empty())) continue;
+    lower += *std::min_element(tops.begin(), tops.end()) < tops.front();
+  }
+  memplan_test::SetContext("squeaky dives");
+  CHECK(lower >= 6);
+}
+
 // An interruption stops the search within a few polls and throws.
 void TestInterrupted() {
   memplan_test::SetContext("interrupted");
@@ -534,6 +592,7 @@ int main() {
   TestResumedSearch();
   TestDivePastUndoCap();
   TestDescentDoesNotStall();
+  TestSqueakyDivesLearn();
   TestInterrupted();
   Stats stats;
   for (uint64_t seed = 1; seed <= 600; ++seed) CheckAgainstBruteForce(seed, stats);
@@ -543,11 +602,13 @@ int main() {
   CHECK(stats.does_not_fit > 1000);
   CHECK(stats.improved > 20);
   CHECK(stats.repacked > 20);
+  CHECK(stats.dives > 1000);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::cout << "exact_search_test: " << stats.problems << " tiny problems against brute force ("
             << stats.fits << " capacities that fit, " << stats.does_not_fit << " that do not, "
             << stats.improved << " improved on a first fit from the top, " << stats.repacked
-            << " targets a top repack reached) in " << seconds << " s\n";
+            << " targets a top repack reached, " << stats.dives << " squeaky dives) in " << seconds
+            << " s\n";
   return memplan_test::Finish();
 }
