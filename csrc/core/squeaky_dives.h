@@ -19,8 +19,8 @@
 // lifetime's length, then the area). It visits a node per item, and one
 // per split into independent parts (exact_search.h, decomposition). The
 // priorities start at each tensor's area over the largest area; a tensor
-// whose aligned end lies in the top kBandShare of the best plan's height
-// gains up to kPush (the highest end gains it all).
+// whose end lies in the top 1/32 of the best plan's height gains up to 1/2,
+// the more the higher it ends (kBandShare, kPush).
 //
 // Deterministic: no randomness; the work is counted in nodes. Lifetimes are
 // inclusive [start, end], as everywhere in the core.
