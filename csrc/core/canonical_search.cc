@@ -215,7 +215,8 @@ inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> it
   };
   std::vector<Keyed> keyed;
   keyed.reserve(items.size());
-  const bool needs_total = preorder_.find('T') != std::string::npos;
+  // (A priority replaces the first key, so a T there needs no total.)
+  const bool needs_total = preorder_.find('T', priority_ != nullptr ? 1 : 0) != std::string::npos;
   for (ItemIndex i : items) {
     const Item& item = p_.items[i];
     const Unit total = needs_total ? totals_.Max(item.lo, item.hi) : 0;

@@ -322,10 +322,7 @@ PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
     remaining -= decision.nodes;
     if (decision.fit != Fit::kUnknown && &set != bound.get()) favourite = decision.preorder;
     if (decision.fit == Fit::kFits) {
-      Unit top = floor_units;
-      for (size_t i = 0; i < units.items.size(); ++i) {
-        top = std::max(top, decision.units[i] + units.items[i].units);
-      }
+      const Unit top = std::max(floor_units, units.ItemsTop(decision.units));
       if (top < upper) take(ToOffsets(problem, units, decision.units), top, decision.strategy);
     } else if (decision.fit == Fit::kDoesNotFit) {
       lower = std::max(lower, units.GrainAbove(set.capacity()));

@@ -40,10 +40,7 @@ bool SqueakyDives::Dive(int64_t max_nodes, Unit reference,
   nodes_ += search.nodes();
   if (outcome != Outcome::kFound) return false;
   packing_ = search.solution();
-  top_ = 0;
-  for (size_t i = 0; i < packing_.size(); ++i) {
-    top_ = std::max(top_, packing_[i] + problem_.items[i].units);
-  }
+  top_ = problem_.ItemsTop(packing_);
   const double band_floor = static_cast<double>(reference) * (1 - 1 / kBandShare);
   const double band = static_cast<double>(top_) - band_floor + 1;
   for (size_t i = 0; i < packing_.size(); ++i) {

@@ -111,6 +111,14 @@ class UnitProblem {
     return sum;
   }
 
+  // The highest end of the items at `offsets` (units per item; 0 for none):
+  // their part of a bufsize, lone tensors and obstacles apart.
+  Unit ItemsTop(const std::vector<Unit>& offsets) const {
+    Unit top = 0;
+    for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].units);
+    return top;
+  }
+
   SectionIndex SectionAt(Time start) const {
     return static_cast<SectionIndex>(
         std::lower_bound(section_times.begin(), section_times.end(), start) -
