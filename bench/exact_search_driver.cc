@@ -1,5 +1,5 @@
 // PlanBest on one memory, from C++: MiniMalloc CSVs or the cut-rectangle
-// set (csrc/tests/cut_rectangles.h), one instance at a time, for
+// set (csrc/tests/search/cut_rectangles.h), one instance at a time, for
 // docs/quality.md's measurements (and /usr/bin/time's peak memory).
 //
 //   exact_search_driver [options] FILE.csv...   MiniMalloc instances
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "best.h"
-#include "cut_rectangles.h"
-#include "exact_search.h"
+#include "core/best/best.h"
+#include "core/search/exact_search.h"
+#include "tests/search/cut_rectangles.h"
 
 namespace {
 

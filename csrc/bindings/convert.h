@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/planner.h"
+#include "core/placement/planner.h"
 
 namespace cadence_memplan::bindings {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bindings/convert.h"
-#include "core/best.h"
-#include "core/validator.h"
+#include "core/best/best.h"
+#include "core/common/validator.h"
 
 namespace cadence_memplan::bindings {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bindings/convert.h"
-#include "core/shared_objects.h"
-#include "core/storage_reuse.h"
+#include "core/exir/shared_objects.h"
+#include "core/exir/storage_reuse.h"
 
 namespace cadence_memplan::bindings {
 namespace {

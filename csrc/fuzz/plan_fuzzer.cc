@@ -23,10 +23,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "best_oracle.h"
-#include "planner.h"
-#include "reference_planner.h"
-#include "shared_objects.h"
+#include "core/exir/shared_objects.h"
+#include "core/placement/planner.h"
+#include "tests/best/best_oracle.h"
+#include "tests/placement/reference_planner.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 """Capacity-first planning: ``algorithm="best"`` on a hierarchy, memory 1 filled to a proved
 limit.
 
-The core's ``best`` (csrc/core/best.h) improves the plans of upstream's placers and, "fit
+The core's ``best`` (csrc/core/best/best.h) improves the plans of upstream's placers and, "fit
 first", asks its exact search whether every tensor allowed in memory 1 fits there. When
 they cannot all fit, which tensors to keep is a choice the placers make greedily. This
 module makes it with a proved bound (docs/quality.md, "Tight memory"):

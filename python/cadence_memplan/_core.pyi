@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 MAX_MEMORIES: int
 MAX_BYTE_VALUE: int
-# The core's structs as numpy record dtypes (csrc/core/shared_objects.h).
+# The core's structs as numpy record dtypes (csrc/core/exir/shared_objects.h).
 EXIR_TENSOR_DTYPE: np.dtype[np.void]
 BANK_DTYPE: np.dtype[np.void]
 REUSE_TENSOR_DTYPE: np.dtype[np.void]

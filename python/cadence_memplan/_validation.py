@@ -3,7 +3,7 @@
 Used by the array API, the pure-Python reference, the drop-in classes (on a
 ``MemoryConfig``) and the command line (on ``--memory``, memory config files and MiniMalloc
 CSV fields). The C++ core checks its input again on its own (csrc/bindings/,
-csrc/core/planner.cc); ``MAX_MEMORIES`` and ``MAX_BYTE_VALUE`` are its limits, and
+csrc/core/placement/planner.cc); ``MAX_MEMORIES`` and ``MAX_BYTE_VALUE`` are its limits, and
 tests/test_api.py holds the two copies equal.
 """
 

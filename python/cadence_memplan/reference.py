@@ -5,7 +5,7 @@ does and places every tensor where upstream's Cadence placers (executorch 1.5.x)
 but it is plain Python over lists of ints: no executorch, no TensorSpec, no C++ (it
 imports nothing of the package that touches the extension, so it can check the core).
 
-It is written from the placers' rules (see ``csrc/core/planner.h``), not translated from
+It is written from the placers' rules (see ``csrc/core/placement/planner.h``), not translated from
 upstream's code, and it is deliberately simple: every placement scans all tensors already
 in a memory, so planning n tensors costs O(n^2). That makes it the fair Python baseline to
 time the C++ core against (upstream's own cost is dominated by an f-string built inside

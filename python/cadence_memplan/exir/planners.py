@@ -1,5 +1,5 @@
 """exir's default memory planner, ``greedy``, and its banked variant, ``BankedGreedy``, with
-the shared-object packing done by the C++ core (``csrc/core/shared_objects.h``).
+the shared-object packing done by the C++ core (``csrc/core/exir/shared_objects.h``).
 
 Both read every TensorSpec once into int64 arrays, plan in C++ with the GIL released, and
 only then touch the specs: exactly the ``alignment`` that exir's ``spec.realign`` calls
@@ -56,14 +56,14 @@ __all__ = [
 # objects: "interval": the allocations alive with each tensor, listed from an index (few
 # alive at once); "tree": a tree over the shared objects finds the first free one (many
 # alive at once); "scan": exir's loops in C++ (the naive baseline); "auto": per memory, the
-# one its lifetimes favour (csrc/core/object_pool.h, ChooseSearch).
+# one its lifetimes favour (csrc/core/exir/object_pool.h, ChooseSearch).
 
 _logger = logging.getLogger(__name__)
 
 
 @dataclass
 class ExirSpecs:
-    """The specs, once, as the core's ExirTensor records (csrc/core/shared_objects.h)."""
+    """The specs, once, as the core's ExirTensor records (csrc/core/exir/shared_objects.h)."""
 
     specs: list[TensorSpec]
     tensors: npt.NDArray[np.void]

@@ -2,7 +2,7 @@
 
 ``api.py`` hands the core the array API's columns; this module hands it exir's tensors,
 banks and finished plans as structured arrays whose dtypes are the core's own structs
-(``csrc/core/shared_objects.h``: ``ExirTensor``, ``Bank``, ``ReuseTensor``), so their
+(``csrc/core/exir/shared_objects.h``: ``ExirTensor``, ``Bank``, ``ReuseTensor``), so their
 fields are listed only there. It imports numpy and the extension, never torch: the
 TensorSpecs are read into int64 columns by ``_boundary/tensorspecs.py``, and the columns
 become records here (:func:`exir_tensor_records`, :func:`reuse_tensor_records`).
@@ -119,7 +119,7 @@ def pack_shared_objects(
     = the graph's), in preference order. ``occupancy``: "auto", "interval" (the
     allocations alive with each tensor, from an index), "tree" (a tree over the objects)
     or "scan" (exir's loops in C++). The result's ``error`` is "" on success, else the name of exir's failure (``PackErrorKind`` in
-    csrc/core/shared_objects.h) with the tensor and value its message names. Raises
+    csrc/core/exir/shared_objects.h) with the tensor and value its message names. Raises
     ValueError for input exir could not have produced."""
     return _core.pack_shared_objects(
         tensors=tensors,

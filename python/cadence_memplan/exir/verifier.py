@@ -3,7 +3,7 @@
 exir compares every pair of planned specs in Python (and formats an f-string per pair in
 its debug path), which takes minutes at tens of thousands of specs. Here the core counts
 the pairs whose bytes overlap by sorting, and looks for a pair exir rejects with a sweep
-(``csrc/core/shared_objects.h``, ``CheckStorageReuse``). A valid plan, the common case,
+(``csrc/core/exir/shared_objects.h``, ``CheckStorageReuse``). A valid plan, the common case,
 never runs exir's loop. When the core finds a rejected pair, or a spec holds something the
 arrays cannot carry (a ``mem_offset`` of None in a memory other specs use, a lifetime that
 is not two ints, specs that disagree on whether ``mem_obj_id`` is set, a storage_base
