@@ -17,14 +17,14 @@ from cadence_memplan.synthetic import synthetic_graph
 
 matplotlib = pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
 
-from cadence_memplan.cli.plot import (
+from cadence_memplan.cli.memory_map import (
     AGGREGATE_ABOVE,
     LABEL_LIMIT,
     MIN_PIXELS,
-    binary_tick_step,
     live_bytes_per_node,
     plot_memory_map,
 )
+from cadence_memplan.cli.plot_axes import binary_tick_step
 
 SVG = "{http://www.w3.org/2000/svg}"
 MEMORIES = parse_memory_spec("fast=64KiB:16,near=1MiB:64,far=1GiB:64")

@@ -405,7 +405,7 @@ def test_sweep_plot_has_a_panel_per_memory_when_magnitudes_differ(tmp_path: Path
     """Memories whose sums differ by orders of magnitude get a panel each (on one linear
     axis the small one lies flat on 0); sums of one magnitude share one panel."""
     pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
-    from cadence_memplan.cli.plot import SPREAD_FOR_PANELS, plot_sweep, sweep_panels
+    from cadence_memplan.cli.sweep_plot import SPREAD_FOR_PANELS, plot_sweep, sweep_panels
 
     def row(size: int, *held: int) -> SweepRow:
         return SweepRow(size, True, held, (1,) * len(held), held)

@@ -48,7 +48,7 @@ from .common import (
     warn,
     writing_outputs,
 )
-from .plot import PLOT_SUFFIXES
+from .plot_axes import PLOT_SUFFIXES
 from .printing import (
     Optimality,
     TensorNames,
@@ -300,7 +300,7 @@ def _write_outputs(
             " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
         )
     if arguments.plot:
-        from .plot import plot_memory_map
+        from .memory_map import plot_memory_map
 
         progress(f"drawing {arguments.plot}")
         node_count = len(ours.node_names) if ours.node_names else None

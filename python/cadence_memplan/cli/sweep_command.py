@@ -38,7 +38,7 @@ from .common import (
     warn,
     writing_outputs,
 )
-from .plot import PLOT_SUFFIXES
+from .plot_axes import PLOT_SUFFIXES
 from .printing import SUM_OF_SIZES_NOTE, format_seconds, plural, print_table
 
 
@@ -141,7 +141,7 @@ def run(arguments: argparse.Namespace) -> int:
             write_sweep_csv(partial(arguments.out), rows, memories, varied)
             written.append(f"wrote sweep: {arguments.out}")
         if arguments.plot:
-            from .plot import plot_sweep
+            from .sweep_plot import plot_sweep
 
             progress(f"drawing {arguments.plot}")
             plot_sweep(

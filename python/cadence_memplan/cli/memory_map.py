@@ -1,21 +1,17 @@
-"""The command line's pictures: the memory map of a plan (``plan --plot``) and a capacity
-sweep (``sweep --plot``).
-
-The memory map has one panel per memory that holds tensors: x = node index, y = offset,
-a rectangle per tensor, and the memory's live bytes as a line (the gap between it and
-the highest rectangle is fragmentation). Memories that hold nothing get a one-line note.
-Rectangles are drawn at least ``MIN_PIXELS`` wide and high so that thin tensors stay
-visible; up to ``LABEL_LIMIT`` tensors in a panel carry their names where they fit; in
-SVG each tensor has a ``<title>`` (a tooltip in browsers). Above ``AGGREGATE_ABOVE``
-tensors a panel draws how much of each small cell of (node, offset) is occupied instead
-of every rectangle, which would only show as texture.
+"""The memory map of a plan (``plan --plot``): one panel per memory that holds tensors,
+x = node index, y = offset, a rectangle per tensor, and the memory's live bytes as a line
+(the gap between it and the highest rectangle is fragmentation). Memories that hold
+nothing get a one-line note. Rectangles are drawn at least ``MIN_PIXELS`` wide and high so
+that thin tensors stay visible; up to ``LABEL_LIMIT`` tensors in a panel carry their names
+where they fit; in SVG each tensor has a ``<title>`` (a tooltip in browsers). Above
+``AGGREGATE_ABOVE`` tensors a panel draws how much of each small cell of (node, offset) is
+occupied instead of every rectangle, which would only show as texture.
 
 matplotlib is imported when a picture is drawn (``pip install matplotlib``).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -25,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
 from ..io.memories import Memory
 from ..io.outputs import write_whole
 from ..stats import (
@@ -36,6 +31,7 @@ from ..stats import (
     memory_stats,
     overall_peak,
 )
+from .plot_axes import binary_axis
 from .printing import percent_used
 
 if TYPE_CHECKING:
@@ -44,14 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "AGGREGATE_ABOVE",
     "LABEL_LIMIT",
-    "PLOT_SUFFIXES",
-    "binary_tick_step",
     "live_bytes_per_node",
     "plot_memory_map",
-    "plot_sweep",
 ]
 
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 PANEL_INCHES = (10.0, 2.4)  # width, height of one memory's panel (at 100 dpi)
 NOTE_INCHES = 0.25  # height of the line naming the memories that hold nothing
 MIN_PIXELS = 2.0  # smallest drawn width and height of a tensor
@@ -59,30 +51,6 @@ LABEL_LIMIT = 50  # panels with at most this many tensors name them
 AGGREGATE_ABOVE = 5000  # panels with more tensors draw occupancy instead of rectangles
 _CELL_PIXELS = 2  # occupancy cell size in pixels when aggregating
 _SUPERSAMPLE = 4  # each occupancy cell is measured on a 4x4 finer grid
-
-
-def binary_tick_step(top: float) -> int:
-    """A power of two giving 4 to 8 ticks from 0 to ``top`` bytes (16 KiB, 32 KiB, ...)."""
-    if top <= 4:
-        return 1
-    return 1 << math.floor(math.log2(top / 4))
-
-
-_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
-
-
-def _binary_axis(axis: Any, top: float) -> None:
-    """Ticks of ``axis`` (an x or y Axis) at multiples of a power of two bytes, all in the
-    step's unit: 0, 256 MiB, ..., 1280 MiB rather than a mix of MiB and GiB."""
-    from matplotlib.ticker import FuncFormatter, MultipleLocator
-
-    step = binary_tick_step(top)
-    unit, scale = next((unit, scale) for unit, scale in _UNITS if step >= scale)
-    axis.set_major_locator(MultipleLocator(step))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{round(value) // scale} {unit}"))
-
-
-# --------------------------------------------------------------------------- memory map
 
 
 def plot_memory_map(
@@ -133,7 +101,7 @@ def plot_memory_map(
         axis.axhline(memory.size, color="red", linewidth=1, linestyle="--", label="capacity")
         axis.axvline(peak_node, color="grey", linewidth=0.8, linestyle=":")
         axis.set_ylabel("offset")
-        _binary_axis(axis.yaxis, top_of_view)
+        binary_axis(axis.yaxis, top_of_view)
         axis.set_title(
             f"{memory.name}: {stat.tensor_count:,} tensors, peak {format_bytes(stat.peak_usage)}"
             f" of {format_bytes(memory.size)} ({percent_used(stat.peak_usage, memory.size)})",
@@ -446,174 +414,3 @@ def _save_svg_with_titles(
         return f"{match.group(0)}<title>{escape(titles[match.group(1)])}</title>"
 
     Path(path).write_text(_SVG_GROUP.sub(with_title, buffer.getvalue()), encoding="utf-8")
-
-
-# --------------------------------------------------------------------------- sweep
-
-
-SPREAD_FOR_PANELS = 32  # memories whose sums differ more than this get a panel each
-
-
-def sweep_panels(rows: Sequence[SweepRow], memory_count: int) -> list[int] | None:
-    """The memories (indices) that get a panel of their own, when the largest sums of
-    sizes of the memories that hold anything differ by more than ``SPREAD_FOR_PANELS``
-    times (on one linear axis the small ones would lie flat on 0); None: one panel."""
-    tops = [
-        max((row.tensor_bytes[index] for row in rows if row.fits), default=0)
-        for index in range(memory_count)
-    ]
-    held = [index for index, top in enumerate(tops) if top > 0]
-    if len(held) < 2 or max(tops) <= SPREAD_FOR_PANELS * min(tops[index] for index in held):
-        return None
-    return held
-
-
-def plot_sweep(
-    path: str | os.PathLike[str],
-    rows: Sequence[SweepRow],
-    memories: Sequence[Memory],
-    varied: int,
-    title: str,
-) -> None:
-    """The sum of tensor sizes (top) and the tensors (bottom) in each memory against the
-    varied memory's size, with the sum outside memory 1, the sizes that do not fit
-    (shaded), the sizes where a bigger memory held fewer bytes (red triangles) and the
-    first size that keeps every tensor in the varied memory or faster ones (dotted line).
-
-    When the memories' sums differ by orders of magnitude (:func:`sweep_panels`), each
-    memory gets a panel of its own, with its own axis (and the sum outside memory 1 one
-    too): on one axis the small memory and its triangles would lie flat on 0.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = sweep_panels(rows, len(memories))
-    name = memories[varied].name
-    sizes = np.array([row.size for row in rows], dtype=float)
-    fits = np.array([row.fits for row in rows])
-    outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
-    outside[~fits] = np.nan
-    outside_label = f"outside {memories[0].name}"
-
-    def held(index: int) -> np.ndarray[Any, Any]:
-        values = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
-        values[~fits] = np.nan  # no plan, no point
-        return values
-
-    # Each bytes panel: (axis, [(values, colour, label, style)]).
-    if panels is None:
-        figure, axes = plt.subplots(
-            2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
-        )
-        lines = [(held(index), f"C{index % 10}", memory.name, "-")
-                 for index, memory in enumerate(memories)]  # fmt: skip
-        lines.append((outside, "black", outside_label, "--"))
-        byte_panels = [(axes[0], lines, varied)]
-    else:
-        extra = len(memories) > 2  # with two memories, outside memory 1 is memory 2
-        count = len(panels) + extra
-        figure, axes = plt.subplots(
-            count + 1, 1, figsize=(10, 1.9 * count + 2), dpi=100, sharex=True,
-            height_ratios=(*([1.0] * count), 1.0),
-        )  # fmt: skip
-        byte_panels = [
-            (axes[position], [(held(index), f"C{index % 10}", memories[index].name, "-")],
-             index)
-            for position, index in enumerate(panels)
-        ]  # fmt: skip
-        if extra:
-            byte_panels.append((axes[len(panels)], [(outside, "black", outside_label, "--")], -1))
-    count_axis = axes[-1]
-    marker = "o" if len(rows) <= 40 else None
-    for index, memory in enumerate(memories):
-        counts = np.array([row.tensor_counts[index] for row in rows], dtype=float)
-        counts[~fits] = np.nan
-        count_axis.plot(
-            sizes, counts, color=f"C{index % 10}", marker=marker, markersize=3,
-            label=memory.name if panels is not None else None,
-        )  # fmt: skip
-    notes = moves_against_growth(rows, memories, varied)
-    against = [index for index, note in enumerate(notes) if note]
-    marks = (
-        f"bigger {name}, fewer bytes in {name}"
-        if varied == 0
-        else f"bigger {name}, fewer bytes in memories 1..{varied + 1}"
-    )
-    step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
-    first_failure = int(np.argmin(fits))
-    kept = smallest_size_keeping_all(rows, varied)
-    for axis, panel_lines, index in byte_panels:
-        for values, colour, label, style in panel_lines:
-            axis.plot(
-                sizes, values, color=colour, linestyle=style, marker=None if style == "--"
-                else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
-            )  # fmt: skip
-        if against and (index == varied or (panels is None and axis is byte_panels[0][0])):
-            axis.plot(
-                sizes[against], [rows[row].tensor_bytes[varied] for row in against],
-                linestyle="none", marker="v", color="red", markersize=6, label=marks,
-            )  # fmt: skip
-        top = np.nanmax([np.nanmax(np.nan_to_num(values)) for values, *_ in panel_lines])
-        top = max(float(top), 1.0) * 1.08
-        axis.set_ylim(0, top)
-        _binary_axis(axis.yaxis, top)
-        if panels is None:
-            axis.set_ylabel("sum of tensor sizes")
-        else:
-            axis.set_ylabel("sum of sizes", fontsize=8)
-            axis.set_title(panel_lines[0][2], fontsize=9, loc="left", pad=2)
-    for position, row in enumerate(rows):
-        if not row.fits:
-            for axis in axes:
-                axis.axvspan(
-                    sizes[position] - step / 2, sizes[position] + step / 2, color="grey",
-                    alpha=0.3, linewidth=0,
-                    label="does not fit" if axis is axes[0] and position == first_failure
-                    else None,
-                )  # fmt: skip
-    if kept is not None:
-        for axis in axes:
-            axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
-        if varied == len(memories) - 1:
-            what = "fits"
-        else:
-            what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
-        axes[0].annotate(
-            f"{what} from {format_bytes(kept.size)}",
-            (kept.size, 1.0),
-            xycoords=("data", "axes fraction"),
-            xytext=(3, -12),
-            textcoords="offset points",
-            fontsize=8,
-            color="dimgrey",
-        )
-    low, high = sizes.min(), sizes.max()
-    margin = (high - low) * 0.02 or max(high * 0.05, 1.0)
-    axes[0].set_xlim(max(low - margin, 0), high + margin)
-    _binary_axis(count_axis.xaxis, max(high - low, 1.0))
-    count_axis.set_ylabel("tensors")
-    count_axis.set_ylim(bottom=0)
-    count_axis.set_xlabel(f"size of {name}")
-    if panels is None:
-        axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
-        heading = f"{title}: what each memory holds as {name} grows"
-    else:
-        for axis in axes[:-1]:
-            if len(axis.get_legend_handles_labels()[1]) > 1:  # more than the panel's line
-                axis.legend(fontsize=7, loc="best", framealpha=0.85)
-        count_axis.legend(fontsize=7, loc="best", framealpha=0.85, ncols=len(memories))
-        heading = (
-            f"{title}: what each memory holds as {name} grows (a panel per memory: their"
-            " sums differ by orders of magnitude)"
-        )
-    if panels is None:
-        axes[0].set_title(heading, fontsize=10, loc="left")
-        figure.tight_layout()
-    else:
-        figure.suptitle(heading, fontsize=10, x=0.01, ha="left")
-        figure.tight_layout()
-    with write_whole(path) as partial:
-        figure.savefig(partial)
-    plt.close(figure)

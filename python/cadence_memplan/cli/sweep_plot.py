@@ -1,0 +1,186 @@
+"""The picture of a capacity sweep (``sweep --plot``): what each memory holds against the
+varied memory's size. matplotlib is imported when a picture is drawn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..analysis.sweep import SweepRow, moves_against_growth, smallest_size_keeping_all
+from ..io.memories import Memory
+from ..io.outputs import write_whole
+from ..stats import format_bytes
+from .plot_axes import binary_axis
+
+__all__ = ["SPREAD_FOR_PANELS", "plot_sweep", "sweep_panels"]
+
+
+SPREAD_FOR_PANELS = 32  # memories whose sums differ more than this get a panel each
+
+
+def sweep_panels(rows: Sequence[SweepRow], memory_count: int) -> list[int] | None:
+    """The memories (indices) that get a panel of their own, when the largest sums of
+    sizes of the memories that hold anything differ by more than ``SPREAD_FOR_PANELS``
+    times (on one linear axis the small ones would lie flat on 0); None: one panel."""
+    tops = [
+        max((row.tensor_bytes[index] for row in rows if row.fits), default=0)
+        for index in range(memory_count)
+    ]
+    held = [index for index, top in enumerate(tops) if top > 0]
+    if len(held) < 2 or max(tops) <= SPREAD_FOR_PANELS * min(tops[index] for index in held):
+        return None
+    return held
+
+
+def plot_sweep(
+    path: str | os.PathLike[str],
+    rows: Sequence[SweepRow],
+    memories: Sequence[Memory],
+    varied: int,
+    title: str,
+) -> None:
+    """The sum of tensor sizes (top) and the tensors (bottom) in each memory against the
+    varied memory's size, with the sum outside memory 1, the sizes that do not fit
+    (shaded), the sizes where a bigger memory held fewer bytes (red triangles) and the
+    first size that keeps every tensor in the varied memory or faster ones (dotted line).
+
+    When the memories' sums differ by orders of magnitude (:func:`sweep_panels`), each
+    memory gets a panel of its own, with its own axis (and the sum outside memory 1 one
+    too): on one axis the small memory and its triangles would lie flat on 0.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sweep_panels(rows, len(memories))
+    name = memories[varied].name
+    sizes = np.array([row.size for row in rows], dtype=float)
+    fits = np.array([row.fits for row in rows])
+    outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
+    outside[~fits] = np.nan
+    outside_label = f"outside {memories[0].name}"
+
+    def held(index: int) -> np.ndarray[Any, Any]:
+        values = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
+        values[~fits] = np.nan  # no plan, no point
+        return values
+
+    # Each bytes panel: (axis, [(values, colour, label, style)]).
+    if panels is None:
+        figure, axes = plt.subplots(
+            2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
+        )
+        lines = [(held(index), f"C{index % 10}", memory.name, "-")
+                 for index, memory in enumerate(memories)]  # fmt: skip
+        lines.append((outside, "black", outside_label, "--"))
+        byte_panels = [(axes[0], lines, varied)]
+    else:
+        extra = len(memories) > 2  # with two memories, outside memory 1 is memory 2
+        count = len(panels) + extra
+        figure, axes = plt.subplots(
+            count + 1, 1, figsize=(10, 1.9 * count + 2), dpi=100, sharex=True,
+            height_ratios=(*([1.0] * count), 1.0),
+        )  # fmt: skip
+        byte_panels = [
+            (axes[position], [(held(index), f"C{index % 10}", memories[index].name, "-")],
+             index)
+            for position, index in enumerate(panels)
+        ]  # fmt: skip
+        if extra:
+            byte_panels.append((axes[len(panels)], [(outside, "black", outside_label, "--")], -1))
+    count_axis = axes[-1]
+    marker = "o" if len(rows) <= 40 else None
+    for index, memory in enumerate(memories):
+        counts = np.array([row.tensor_counts[index] for row in rows], dtype=float)
+        counts[~fits] = np.nan
+        count_axis.plot(
+            sizes, counts, color=f"C{index % 10}", marker=marker, markersize=3,
+            label=memory.name if panels is not None else None,
+        )  # fmt: skip
+    notes = moves_against_growth(rows, memories, varied)
+    against = [index for index, note in enumerate(notes) if note]
+    marks = (
+        f"bigger {name}, fewer bytes in {name}"
+        if varied == 0
+        else f"bigger {name}, fewer bytes in memories 1..{varied + 1}"
+    )
+    step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
+    first_failure = int(np.argmin(fits))
+    kept = smallest_size_keeping_all(rows, varied)
+    for axis, panel_lines, index in byte_panels:
+        for values, colour, label, style in panel_lines:
+            axis.plot(
+                sizes, values, color=colour, linestyle=style, marker=None if style == "--"
+                else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
+            )  # fmt: skip
+        if against and (index == varied or (panels is None and axis is byte_panels[0][0])):
+            axis.plot(
+                sizes[against], [rows[row].tensor_bytes[varied] for row in against],
+                linestyle="none", marker="v", color="red", markersize=6, label=marks,
+            )  # fmt: skip
+        top = np.nanmax([np.nanmax(np.nan_to_num(values)) for values, *_ in panel_lines])
+        top = max(float(top), 1.0) * 1.08
+        axis.set_ylim(0, top)
+        binary_axis(axis.yaxis, top)
+        if panels is None:
+            axis.set_ylabel("sum of tensor sizes")
+        else:
+            axis.set_ylabel("sum of sizes", fontsize=8)
+            axis.set_title(panel_lines[0][2], fontsize=9, loc="left", pad=2)
+    for position, row in enumerate(rows):
+        if not row.fits:
+            for axis in axes:
+                axis.axvspan(
+                    sizes[position] - step / 2, sizes[position] + step / 2, color="grey",
+                    alpha=0.3, linewidth=0,
+                    label="does not fit" if axis is axes[0] and position == first_failure
+                    else None,
+                )  # fmt: skip
+    if kept is not None:
+        for axis in axes:
+            axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
+        if varied == len(memories) - 1:
+            what = "fits"
+        else:
+            what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
+        axes[0].annotate(
+            f"{what} from {format_bytes(kept.size)}",
+            (kept.size, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+            fontsize=8,
+            color="dimgrey",
+        )
+    low, high = sizes.min(), sizes.max()
+    margin = (high - low) * 0.02 or max(high * 0.05, 1.0)
+    axes[0].set_xlim(max(low - margin, 0), high + margin)
+    binary_axis(count_axis.xaxis, max(high - low, 1.0))
+    count_axis.set_ylabel("tensors")
+    count_axis.set_ylim(bottom=0)
+    count_axis.set_xlabel(f"size of {name}")
+    if panels is None:
+        axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
+        heading = f"{title}: what each memory holds as {name} grows"
+    else:
+        for axis in axes[:-1]:
+            if len(axis.get_legend_handles_labels()[1]) > 1:  # more than the panel's line
+                axis.legend(fontsize=7, loc="best", framealpha=0.85)
+        count_axis.legend(fontsize=7, loc="best", framealpha=0.85, ncols=len(memories))
+        heading = (
+            f"{title}: what each memory holds as {name} grows (a panel per memory: their"
+            " sums differ by orders of magnitude)"
+        )
+    if panels is None:
+        axes[0].set_title(heading, fontsize=10, loc="left")
+        figure.tight_layout()
+    else:
+        figure.suptitle(heading, fontsize=10, x=0.01, ha="left")
+        figure.tight_layout()
+    with write_whole(path) as partial:
+        figure.savefig(partial)
+    plt.close(figure)
