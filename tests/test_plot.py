@@ -197,3 +197,26 @@ def test_labels_never_collide(tmp_path: Path) -> None:
     assert "host_tensor" in shown
     assert "same_place" not in shown
     assert "lower_half" in shown
+
+
+def test_a_hosts_name_stays_off_the_tensors_inside_it(tmp_path: Path) -> None:
+    """Read on a region of a tensor inside it, a host's name would name that tensor: a host
+    that two halves cover (Cadence's in-place cat) is not named inside them, and one whose
+    middle a part covers is named in the band left free."""
+    covered = TensorTable(
+        ["cat_host", "first_half", "second_half"],
+        np.array([1, 1, 1]), np.array([0, 0, 4096]), np.array([8192, 4096, 4096]),
+        np.array([0, 0, 0]), np.array([60, 60, 60]), shares_storage=np.array([0, 1, 1], bool),
+    )  # fmt: skip
+    shown = texts(svg_of(tmp_path, covered, parse_memory_spec("fast=8KiB:16")))
+    assert "first_half" in shown
+    assert "second_half" in shown
+    assert "cat_host" not in shown
+    middle = TensorTable(
+        ["slice_host", "middle"],
+        np.array([1, 1]), np.array([0, 2048]), np.array([8192, 4096]),
+        np.array([0, 0]), np.array([60, 60]), shares_storage=np.array([0, 1], bool),
+    )  # fmt: skip
+    shown = texts(svg_of(tmp_path, middle, parse_memory_spec("fast=8KiB:16")))
+    assert "slice_host" in shown
+    assert "middle" in shown

@@ -437,3 +437,28 @@ def test_sweep_table_rounds_a_row_alike_and_never_up() -> None:
     rows = [SweepRow(1 << 20, True, (1 << 20, 0), (1, 0), ((1 << 20) - 23, 0))]
     _, (line,) = sweep_table(rows, memories, 0)
     assert line[:2] == ["1.0 MiB", "1023.9 KiB"]
+
+
+def test_sweep_plot_names_its_dotted_line_in_the_axis_label(tmp_path: Path) -> None:
+    """The first size that keeps every tensor in the varied memory is a dotted line, named
+    in the size axis's label: a note beside the line ran off the figure when the line lay
+    at its right edge."""
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+
+    from cadence_memplan.cli.sweep_plot import plot_sweep
+
+    rows = [
+        SweepRow(size, True, (size, 64 - size), (1, 1), (size, 64 - size)) for size in (32, 48, 64)
+    ]
+    rows[-1] = SweepRow(64, True, (64, 0), (2, 0), (64, 0))
+    path = tmp_path / "sweep.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        plot_sweep(path, rows, parse_memory_spec("fast=64:1,far=1GiB:1"), 0, "edge")
+    texts = [
+        "".join(text.itertext()).strip()
+        for text in ET.parse(path).iter("{http://www.w3.org/2000/svg}text")
+    ]
+    assert "size of fast (dotted: all in fast from 64 B)" in texts

@@ -304,39 +304,51 @@ def _tooltip(table: TensorTable, row: int, memory: Memory) -> str:
     )
 
 
+Box = tuple[float, float, float, float]  # left, bottom, width, height, in pixels
+
+
 def _label_tensors(
     axis: Axes, table: TensorTable, chosen: np.ndarray[Any, Any], x_pixels: float, y_pixels: float
 ) -> None:
     """Name each tensor inside its rectangle when the name fits (7 pt is about 4.5 px a
     character wide and 10 px high at 100 dpi) and overlaps no name already placed: tensors
-    with storage of their own first, largest first, then those inside another's storage
-    (whose rectangles lie inside their host's, so their names would land on its)."""
-    placed: list[tuple[float, float, float, float]] = []  # boxes in pixels
+    with storage of their own first, largest first, then those inside another's storage.
+    A name stays off the regions of the tensors inside its tensor (read there, it would name
+    them): it goes to the centre of the rectangle, else of a band those tensors leave free,
+    else nowhere (the SVG's tooltip still names it)."""
+    placed: list[Box] = []
     order = sorted(
         chosen.tolist(),
         key=lambda row: (bool(table.shares_storage[row]), -int(table.sizes[row]), row),
     )
+    rectangles = {row: _rectangle(table, row, x_pixels, y_pixels) for row in order}
+    inside = [row for row in order if table.shares_storage[row]]
     for row in order:
         text = str(table.labels[row])
-        width_pixels = (table.ends[row] - table.starts[row] + 1) * x_pixels
-        height_pixels = table.sizes[row] * y_pixels
+        rectangle = rectangles[row]
         text_pixels = 4.5 * len(text) + 4
-        if width_pixels >= text_pixels and height_pixels >= 11:
+        if rectangle[2] >= text_pixels and rectangle[3] >= 11:
             rotation, box = 0, (text_pixels, 11.0)
-        elif height_pixels >= text_pixels and width_pixels >= 11:
+        elif rectangle[3] >= text_pixels and rectangle[2] >= 11:
             rotation, box = 90, (11.0, text_pixels)  # tall and narrow: along the rectangle
         else:
             continue
-        x = table.starts[row] + (table.ends[row] - table.starts[row] + 1) / 2
-        y = table.offsets[row] + table.sizes[row] / 2
-        centre = (float(x) * x_pixels, float(y) * y_pixels)
+        # What a name must not land on: the tensors inside this one (one that covers it
+        # exactly is the same region, named once).
+        parts = [
+            rectangles[other] for other in inside
+            if _contains(rectangle, rectangles[other]) and rectangles[other] != rectangle
+        ]  # fmt: skip
+        centre = _free_centre(rectangle, parts, box)
+        if centre is None:
+            continue
         label_box = (centre[0] - box[0] / 2, centre[1] - box[1] / 2, *box)
         if any(_overlap(label_box, other) for other in placed):
             continue
         placed.append(label_box)
         axis.text(
-            x,
-            y,
+            centre[0] / x_pixels,
+            centre[1] / y_pixels,
             text,
             ha="center",
             va="center",
@@ -349,9 +361,54 @@ def _label_tensors(
         )
 
 
-def _overlap(
-    first: tuple[float, float, float, float], second: tuple[float, float, float, float]
-) -> bool:
+def _rectangle(table: TensorTable, row: int, x_pixels: float, y_pixels: float) -> Box:
+    """A tensor's rectangle in pixels: nodes ``start..end`` inclusive, bytes from its offset."""
+    start, end = float(table.starts[row]), float(table.ends[row])
+    offset, size = float(table.offsets[row]), float(table.sizes[row])
+    return (start * x_pixels, offset * y_pixels, (end - start + 1) * x_pixels, size * y_pixels)
+
+
+def _free_centre(
+    rectangle: Box, parts: list[Box], box: tuple[float, float]
+) -> tuple[float, float] | None:
+    """Where a ``box``-sized name fits in ``rectangle`` off every one of ``parts``: its
+    centre, else the centre of the widest band (full height, or full width) the parts
+    leave free; None when there is none."""
+    left, bottom, width, height = rectangle
+    centres = [(left + width / 2, bottom + height / 2)]
+    for axis, (start, length, other) in enumerate(
+        ((left, width, bottom + height / 2), (bottom, height, left + width / 2))
+    ):
+        covered = sorted((part[axis], part[axis] + part[axis + 2]) for part in parts)
+        gaps, reach = [], start
+        for low, high in covered:
+            if low > reach:
+                gaps.append((reach, low))
+            reach = max(reach, high)
+        if start + length > reach:
+            gaps.append((reach, start + length))
+        for low, high in sorted(gaps, key=lambda gap: gap[0] - gap[1]):
+            if high - low >= box[axis]:
+                middle = (low + high) / 2
+                centres.append((middle, other) if axis == 0 else (other, middle))
+    for x, y in centres:
+        label = (x - box[0] / 2, y - box[1] / 2, *box)
+        if _contains(rectangle, label) and not any(_overlap(label, part) for part in parts):
+            return x, y
+    return None
+
+
+def _contains(outer: Box, inner: Box) -> bool:
+    """Does ``inner`` lie within ``outer`` (to half a pixel)?"""
+    return (
+        inner[0] >= outer[0] - 0.5
+        and inner[1] >= outer[1] - 0.5
+        and inner[0] + inner[2] <= outer[0] + outer[2] + 0.5
+        and inner[1] + inner[3] <= outer[1] + outer[3] + 0.5
+    )
+
+
+def _overlap(first: Box, second: Box) -> bool:
     """Do two boxes (left, bottom, width, height) overlap?"""
     return (
         first[0] < second[0] + second[2]

@@ -140,6 +140,7 @@ def plot_sweep(
                     label="does not fit" if axis is axes[0] and position == first_failure
                     else None,
                 )  # fmt: skip
+    size_label = f"size of {name}"
     if kept is not None:
         for axis in axes:
             axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
@@ -147,22 +148,16 @@ def plot_sweep(
             what = "fits"
         else:
             what = f"all in {name if varied == 0 else f'memories 1..{varied + 1}'}"
-        axes[0].annotate(
-            f"{what} from {format_bytes(kept.size)}",
-            (kept.size, 1.0),
-            xycoords=("data", "axes fraction"),
-            xytext=(3, -12),
-            textcoords="offset points",
-            fontsize=8,
-            color="dimgrey",
-        )
+        # In the axis label, as the memory map names its dotted line: a note beside the
+        # line would run off the figure when the line is near the right edge.
+        size_label += f" (dotted: {what} from {format_bytes(kept.size)})"
     low, high = sizes.min(), sizes.max()
     margin = (high - low) * 0.02 or max(high * 0.05, 1.0)
     axes[0].set_xlim(max(low - margin, 0), high + margin)
     binary_axis(count_axis.xaxis, max(high - low, 1.0))
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
-    count_axis.set_xlabel(f"size of {name}")
+    count_axis.set_xlabel(size_label)
     if panels is None:
         axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
         heading = f"{title}: what each memory holds as {name} grows"
