@@ -721,9 +721,10 @@ def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["diff", "{plan}"], "the following arguments are required: B.json"),
+        (["diff", "{plan}"], "the following arguments are required: B"),
         (["diff", "{plan}", "missing.json"], "cannot read missing.json: No such file"),
-        (["diff", "{plan}", "{csv}"], "diff compares plan JSON files"),
+        (["diff", "{plan}", "{csv}"], "not a plan CSV: expected the header name,mem_id"),
+        (["diff", "{plan}", "{memory_toml}"], "diff compares plan files, .json or .csv"),
         (["diff", "{plan}", "{not_a_plan}"], "not a plan file"),
         (["diff", "{plan}", "{broken}"], "not JSON"),
         (["{csv}", "--trace", "trace.txt"], "--trace trace.txt: expected a file ending in .json"),
@@ -739,7 +740,14 @@ def test_cli_bad_input(small_csv: Path, tmp_path: Path, arguments: list[str], me
     not_a_plan.write_text('{"memories": []}')
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": ')
-    names = {"plan": plan, "csv": small_csv, "not_a_plan": not_a_plan, "broken": broken}
+    memory_toml = tmp_path / "memories.toml"
+    names = {
+        "plan": plan,
+        "csv": small_csv,
+        "not_a_plan": not_a_plan,
+        "broken": broken,
+        "memory_toml": memory_toml,
+    }
     result = run(*(argument.format(**names) for argument in arguments))
     assert result.returncode == 2
     line = error_line(result)

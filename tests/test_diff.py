@@ -11,7 +11,7 @@ from pathlib import Path
 from cli_support import report_rows, run
 from plan_tables import TWO, small_table
 
-from cadence_memplan.analysis.diff import diff_plans
+from cadence_memplan.analysis.diff import MemoryMoves, diff_plans
 from cadence_memplan.io import parse_memory_spec, read_plan
 from cadence_memplan.stats import TensorTable
 
@@ -76,11 +76,55 @@ def test_cli_diff(small_csv: Path, tmp_path: Path) -> None:
         read_plan(first), parse_memory_spec(smaller), read_plan(other), parse_memory_spec(larger)
     )
     assert expected.moved, "a larger memory 1 should move tensors into it"
-    assert f"moved: {len(expected.moved)} tensor(s) changed memory or offset" in different.stdout
+    moved_bytes = sum(change.after[2] for change in expected.moved)
+    noun = "tensor" if len(expected.moved) == 1 else "tensors"
+    assert (
+        f"moved: {len(expected.moved)} {noun} changed memory or offset, {moved_bytes:,} B"
+        in different.stdout
+    )
+    # By default the moves are summed per pair of memories; --all lists each tensor.
+    for moves in expected.moves_by_memory():
+        assert re.search(
+            rf"^    mem{moves.before} +mem{moves.after}.* {moves.tensors} +{moves.size:,}$",
+            different.stdout,
+            re.MULTILINE,
+        ), different.stdout
     for change in expected.moved:
-        assert re.search(rf"^    {change.name} ", different.stdout, re.MULTILINE)
+        assert not re.search(rf"^    {change.name} ", different.stdout, re.MULTILINE)
+    every = run("diff", "--all", first, other)
+    assert every.returncode == 1, every.stderr
+    for change in expected.moved:
+        assert re.search(rf"^    {change.name} ", every.stdout, re.MULTILINE)
     assert (
         "memory 1 differs: --- mem1: 1,024 B, alignment 16; +++ mem1: 2,048 B" in different.stdout
     )
     usage = report_rows(run(small_csv, "--memory", larger, "-q").stdout)["mem1"][3]
     assert re.search(rf"^mem1 +[0-9,]+ +{usage} ", different.stdout, re.MULTILINE)
+
+
+def test_moves_are_summed_per_pair_of_memories() -> None:
+    before = small_table([0, 16, 32, 48], [1, 1, 1, 1])
+    after = small_table([0, 0, 16, 32], [1, 2, 2, 1])  # t3 moves down in memory 1
+    offset_only, down = diff_plans(before, TWO, after, TWO).moves_by_memory()
+    size = int(after.sizes[0])
+    assert offset_only == MemoryMoves(before=1, after=1, tensors=1, size=size)
+    assert down == MemoryMoves(before=1, after=2, tensors=2, size=2 * size)
+
+
+def test_cli_diff_brief_and_plan_csvs(small_csv: Path, tmp_path: Path) -> None:
+    """-q prints one line when the plans differ and nothing when not, as diff -q does; a
+    plan CSV (which lists no memories) compares by its tensors, its memories taken from
+    the other plan."""
+    plan_json, plan_csv, other = tmp_path / "a.json", tmp_path / "a.csv", tmp_path / "b.json"
+    for path, memory in ((plan_json, "1KiB:16,1MiB:64"), (plan_csv, "1KiB:16,1MiB:64"),
+                         (other, "2KiB:16,1MiB:64")):  # fmt: skip
+        assert run(small_csv, "--memory", memory, "--out", path).returncode == 0
+    same = run("diff", "-q", plan_json, plan_csv)
+    assert (same.returncode, same.stdout) == (0, "")
+    assert "plans identical (12 tensors)" in run("diff", plan_csv, plan_json).stdout
+    brief = run("diff", "--quiet", plan_csv, other)
+    assert brief.returncode == 1
+    assert brief.stdout == f"plans {plan_csv} and {other} differ\n"
+    refused = run("diff", plan_json, small_csv.with_suffix(".txt"))
+    assert refused.returncode == 2
+    assert "diff compares plan files, .json or .csv" in refused.stderr

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..io.memories import Memory
 from ..stats import TensorTable, memory_stats
 
-__all__ = ["MemoryChange", "PlanDiff", "TensorChange", "diff_plans"]
+__all__ = ["MemoryChange", "MemoryMoves", "PlanDiff", "TensorChange", "diff_plans"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,17 @@ class MemoryChange:
     tensor_count: tuple[int, int]
 
 
+@dataclass(frozen=True)
+class MemoryMoves:
+    """The tensors that moved from memory ``before`` to memory ``after`` (the same memory:
+    they changed offset only), and their bytes (their size in the second plan)."""
+
+    before: int
+    after: int
+    tensors: int
+    size: int
+
+
 @dataclass
 class PlanDiff:
     changed: list[TensorChange] = field(default_factory=list)  # in the first plan's order
@@ -56,6 +67,15 @@ class PlanDiff:
     @property
     def moved(self) -> list[TensorChange]:
         return [change for change in self.changed if change.moved]
+
+    def moves_by_memory(self) -> list[MemoryMoves]:
+        """The moved tensors summed per pair of memories, in (before, after) id order."""
+        pairs: dict[tuple[int, int], tuple[int, int]] = {}
+        for change in self.moved:
+            key = (change.before[0], change.after[0])
+            tensors, size = pairs.get(key, (0, 0))
+            pairs[key] = (tensors + 1, size + change.after[2])
+        return [MemoryMoves(*key, *pairs[key]) for key in sorted(pairs)]
 
     @property
     def memories_differ(self) -> bool:
@@ -89,11 +109,17 @@ def _row(table: TensorTable, index: int) -> tuple[int, int, int, int, int]:
 
 def diff_plans(
     before: TensorTable,
-    before_memories: Sequence[Memory],
+    before_memories: Sequence[Memory] | None,
     after: TensorTable,
-    after_memories: Sequence[Memory],
+    after_memories: Sequence[Memory] | None,
 ) -> PlanDiff:
-    """Compare two plans of (usually) the same graph; see the module's docstring."""
+    """Compare two plans of (usually) the same graph; see the module's docstring. A plan
+    whose memories are not known (None: a plan CSV lists none) takes the other's, so
+    only its tensors are compared."""
+    if before_memories is None:
+        before_memories = after_memories or []
+    if after_memories is None:
+        after_memories = before_memories
     before_keys, after_keys = _keys(before), _keys(after)
     after_index = {key: index for index, key in enumerate(after_keys)}
     before_set = set(before_keys)

@@ -493,9 +493,12 @@ def _print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]], names
 # --------------------------------------------------------------------------- diff
 
 
-def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
+def print_diff(
+    difference: PlanDiff, before_name: str, after_name: str, every_tensor: bool = False
+) -> None:
     """``cadence-memplan diff``: each memory's peak usage and bound in both plans, then
-    the tensors that moved or changed, and those only one plan has."""
+    the moved tensors summed per pair of memories (``every_tensor``: each one listed, and
+    every tensor with another size or lifetime), and those only one plan has."""
 
     def delta(pair: tuple[int, int]) -> str:
         change = pair[1] - pair[0]
@@ -504,10 +507,12 @@ def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
     def memory_name(change: MemoryChange) -> str:
         """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
         names = [m.name for m in (change.before, change.after) if m is not None]
+        if not names:  # plan CSVs list no memories
+            return str(change.mem_id)
         return names[0] if len(set(names)) == 1 else "/".join(names)
 
     def side_name(memory: Memory | None, mem_id: int) -> str:
-        return memory.name if memory is not None else f"{mem_id} (not listed)"
+        return memory.name if memory is not None else f"memory {mem_id}"
 
     def memory_text(memory: Memory | None) -> str:
         if memory is None:
@@ -515,8 +520,8 @@ def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
         base = "" if memory.base_address is None else f", base {hex(memory.base_address)}"
         return f"{memory.name}: {memory.size:,} B, alignment {memory.alignment}{base}"
 
-    print(f"--- {before_name}: {difference.tensor_counts[0]:,} tensors")
-    print(f"+++ {after_name}: {difference.tensor_counts[1]:,} tensors")
+    print(f"--- {before_name}: {_count(difference.tensor_counts[0], 'tensor')}")
+    print(f"+++ {after_name}: {_count(difference.tensor_counts[1], 'tensor')}")
     rows = []
     for memory in difference.memories:
         rows.append(
@@ -553,14 +558,33 @@ def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
                 f" +++ {memory_text(memory.after)}"
             )
     if difference.identical:
-        print(f"plans identical ({difference.tensor_counts[0]:,} tensors)")
+        print(f"plans identical ({_count(difference.tensor_counts[0], 'tensor')})")
         return
     before_names = {m.mem_id: side_name(m.before, m.mem_id) for m in difference.memories}
     after_names = {m.mem_id: side_name(m.after, m.mem_id) for m in difference.memories}
     moved = difference.moved
     resized = [change for change in difference.changed if change.before[2:] != change.after[2:]]
-    print(f"moved: {len(moved):,} tensor(s) changed memory or offset")
-    if moved:
+    moved_bytes = sum(change.after[2] for change in moved)
+    print(
+        f"moved: {_count(len(moved), 'tensor')} changed memory or offset"
+        + (f", {moved_bytes:,} B" if moved else "")
+    )
+    if moved and not every_tensor:
+        _print_indented(
+            ["from", "to", "tensors", "bytes"],
+            [
+                [
+                    before_names[moves.before],
+                    after_names[moves.after]
+                    + (" (offset only)" if moves.before == moves.after else ""),
+                    f"{moves.tensors:,}",
+                    f"{moves.size:,}",
+                ]
+                for moves in difference.moves_by_memory()
+            ],
+            names=2,
+        )
+    if moved and every_tensor:
         _print_indented(
             ["tensor", "size (B)", "memory ---", "offset ---", "memory +++", "offset +++"],
             [
@@ -576,7 +600,8 @@ def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
             ],
         )
     if resized:
-        print(f"resized: {len(resized):,} tensor(s) with another size or lifetime")
+        print(f"resized: {_count(len(resized), 'tensor')} with another size or lifetime")
+    if resized and every_tensor:
         _print_indented(
             ["tensor", "size ---", "size +++", "lifetime ---", "lifetime +++"],
             [
@@ -593,4 +618,11 @@ def print_diff(difference: PlanDiff, before_name: str, after_name: str) -> None:
     for sign, only in (("---", difference.only_before), ("+++", difference.only_after)):
         if only:
             shown = ", ".join(only[:EXPLAIN_ROWS]) + (" ..." if len(only) > EXPLAIN_ROWS else "")
-            print(f"only in {sign}: {len(only):,} tensor(s): {shown}")
+            print(f"only in {sign}: {_count(len(only), 'tensor')}: {shown}")
+    if not every_tensor and (moved or resized):
+        print("every tensor: diff --all")
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 tensor``, ``2 tensors``, ``1,052 tensors``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"

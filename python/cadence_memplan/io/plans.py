@@ -145,7 +145,10 @@ def read_plan_file(path: str | os.PathLike[str]) -> PlanFile:
         reader = csv.reader(file)
         header = next((row for row in reader if not (row and row[0].startswith("#"))), None)
         if header is None or tuple(header) != PLAN_COLUMNS:
-            raise ValueError(f"{path}: expected the header {','.join(PLAN_COLUMNS)}")
+            raise ValueError(
+                f"{path}: not a plan CSV: expected the header {','.join(PLAN_COLUMNS)}"
+                " (plan --out x.csv writes one)"
+            )
         rows = [row for row in reader if row]
     names = [row[0] for row in rows]
     try:
