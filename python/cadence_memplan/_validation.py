@@ -9,6 +9,7 @@ tests/test_api.py holds the two copies equal.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from collections.abc import Sequence
@@ -120,3 +121,10 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
     """The one check of a string option (``algorithm``, ``occupancy``) at the public API."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def closest(word: str, choices: Sequence[str]) -> str | None:
+    """The choice ``word`` is most probably a misspelling of, or None: the one "did you
+    mean" of the command line (commands, models, units)."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None

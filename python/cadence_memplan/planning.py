@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._types import UPSTREAM_ALGORITHMS, Objective, PlanningError
+from ._validation import closest
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
 from .io.memories import Memory
@@ -130,9 +131,11 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
         return Input(text, "model" if text in MODELS else "arrays")
     if path.suffix or os.sep in text or "/" in text:
         raise InputError(f"input {text}: no such file")
+    guess = closest(text, list(BUILTIN_INPUTS))
     raise InputError(
-        f"input {text!r} is neither a file nor a built-in model (choose from"
-        f" {', '.join(BUILTIN_INPUTS)}; see --list-models)"
+        f"input {text!r} is neither a file nor a built-in model ("
+        + (f"did you mean {guess!r}? " if guess else "")
+        + f"choose from {', '.join(BUILTIN_INPUTS)}; see --list-models)"
     )
 
 

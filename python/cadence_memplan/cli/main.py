@@ -36,13 +36,13 @@ line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
+from .._validation import closest
 from ..models import BUILTIN_INPUTS
 from . import diff_command, plan_command, sweep_command
 from .common import (
@@ -122,11 +122,11 @@ def _misspelled_command(first: list[str]) -> str | None:
     word = first[0]
     if os.path.exists(word) or word in BUILTIN_INPUTS:
         return None
-    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
-    if not close:
+    close = closest(word, COMMANDS)
+    if close is None:
         return None
     return (
-        f"unknown command {word!r} (did you mean {close[0]!r}? the commands are"
+        f"unknown command {word!r} (did you mean {close!r}? the commands are"
         f" {', '.join(COMMANDS)}; see {PROG} --help)"
     )
 

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validation import MAX_BYTE_VALUE, check_memories, is_integer
+from .._validation import MAX_BYTE_VALUE, check_memories, closest, is_integer
 
 __all__ = [
     "DEFAULT_MEMORY_SPEC",
@@ -58,6 +58,7 @@ __all__ = [
 DEFAULT_MEMORY_SPEC = "fast=256KiB:16,near=4MiB:64,far=1GiB:64"
 
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_UNIT_SPELLINGS = {"b": "B", "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB"}
 _SIZE = re.compile(r"\s*([0-9]+)\s*([A-Za-z]*)\s*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
@@ -152,8 +153,14 @@ def parse_size(text: str | int, what: str) -> int:
     ):
         value = int(match.group(1)) * _UNITS[match.group(2).lower()]
     else:
+        guess = ""
+        if isinstance(text, str) and (match := _SIZE.fullmatch(text)):
+            unit = closest(match.group(2).lower(), [unit for unit in _UNITS if unit])
+            if unit is not None:
+                spelled = _UNIT_SPELLINGS[unit]
+                guess = f"did you mean {match.group(1)}{spelled}? "
         raise ValueError(
-            f"{what}: {text!r} is not a size (an integer with an optional unit"
+            f"{what}: {text!r} is not a size ({guess}an integer with an optional unit"
             " B, KiB, MiB, GiB or TiB, e.g. 256KiB)"
         )
     if not 1 <= value <= MAX_BYTE_VALUE:
