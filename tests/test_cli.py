@@ -981,3 +981,20 @@ def test_minimalloc_instance_counts_its_buffers(small_csv: Path) -> None:
     """``buffer_count`` is the number of buffers (``count`` is the tuple's method)."""
     instance = read_minimalloc_csv(small_csv)
     assert instance.buffer_count == len(instance.ids) == 12
+
+
+def test_a_greedy_failure_where_the_bound_fits_suggests_best(tmp_path: Path) -> None:
+    """First fit fails in one memory of exactly the peak-live bound, which best fills: the
+    failure says to try --algo best (not a bigger memory); below the bound it says how big
+    a memory would do."""
+    csv = tmp_path / "tight.csv"
+    csv.write_text("id,lower,upper,size\na,2,5,2\nb,1,3,2\nc,0,1,3\nd,0,3,2\ne,4,5,3\n")
+    failed = run(csv, "--memory", "tight=6:1")
+    assert failed.returncode == 1
+    assert error_line(failed).endswith(
+        "the peak-live bound, 6 B, fits in these memories (6 B in all): try --algo best,"
+        " which searches for the packings the greedy placers miss"
+    )
+    assert run(csv, "--memory", "tight=6:1", "--algo", "best").returncode == 0
+    smaller = run(csv, "--memory", "tight=5:1")
+    assert "to plan it, try --memory tight=8:1" in error_line(smaller)

@@ -242,11 +242,11 @@ TENSOR = re.compile(r"\btensor (\d+)\b")
 
 
 @contextlib.contextmanager
-def library_errors(memories: Sequence[Memory] = ()) -> Iterator[None]:
+def library_errors(memories: Sequence[Memory] = (), algorithm: str = "") -> Iterator[None]:
     """The planning library's failures as the command line's: an input that cannot be
     read is a usage error (2); a model that cannot be lowered, a tensor that fits nowhere
     or a plan the validator refuses is a planning failure (1). A tensor that fits nowhere
-    in an instance whose peak-live bound is known comes with memories that hold it."""
+    in an instance whose peak-live bound is known comes with what to try (``room_hint``)."""
     try:
         yield
     except InputError as error:
@@ -254,7 +254,7 @@ def library_errors(memories: Sequence[Memory] = ()) -> Iterator[None]:
     except LoweringError as error:
         raise CliError(one_line(str(error)).split("; ")[0], EXIT_PLANNING_FAILED) from error
     except DoesNotFit as error:
-        hint = room_hint(memories, error.peak_live_bytes)
+        hint = room_hint(memories, error.peak_live_bytes, algorithm)
         raise CliError(
             f"planning failed: {one_line(error.reason)}{hint}", EXIT_PLANNING_FAILED
         ) from error
@@ -262,13 +262,21 @@ def library_errors(memories: Sequence[Memory] = ()) -> Iterator[None]:
         raise CliError(one_line(str(error)), EXIT_PLANNING_FAILED) from error
 
 
-def room_hint(memories: Sequence[Memory], peak_live_bytes: int | None) -> str:
-    """What to do when a tensor fits nowhere: the same memories with the last (slowest)
-    grown to a power of two with a quarter more room than the input's peak-live bound
-    (the least any hierarchy must hold; the rest is for fragmentation), as an option to
-    paste. Empty without memories or a bound."""
+def room_hint(memories: Sequence[Memory], peak_live_bytes: int | None, algorithm: str = "") -> str:
+    """What to do when a tensor fits nowhere. When the input's peak-live bound (the least
+    any hierarchy must hold) fits in the memories and a greedy placer failed, ``--algo
+    best``, which searches for the packings they miss; else the same memories with the
+    last (slowest) grown to a power of two with a quarter more room than the bound (the
+    rest is for fragmentation), as an option to paste. Empty without memories or a bound."""
     if not memories or not peak_live_bytes:
         return ""
+    held = sum(memory.size for memory in memories)
+    if algorithm != "best" and peak_live_bytes <= held:
+        return (
+            f"; the peak-live bound, {format_bytes(peak_live_bytes)}, fits in these"
+            f" memories ({format_bytes(held)} in all): try --algo best, which searches for"
+            " the packings the greedy placers miss"
+        )
     last = memories[-1]
     wanted = max(last.size, -(-peak_live_bytes * 5 // 4))
     grown = 1 << (wanted - 1).bit_length()

@@ -113,7 +113,10 @@ def run(arguments: argparse.Namespace) -> int:
             progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
 
     # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
-    with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories):
+    with (
+        quiet_libraries(arguments.debug or not what.is_model),
+        library_errors(memories, arguments.algo),
+    ):
         loaded = load_input(what, lowering=arguments.lowering, progress=progress)
         if what.kind == "csv" and not loaded.labels:
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")
