@@ -13,7 +13,10 @@ from typing import Any
 
 import torch
 from executorch.exir import memory
-from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, update_all_tensors_lifetime
+from executorch.exir.memory_planning import (
+    MemoryPlanningAlgorithmSuite,
+    update_all_tensors_lifetime,
+)
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.tensor import TensorSpec
 

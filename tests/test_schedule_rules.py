@@ -64,11 +64,12 @@ def test_data_a_unit_follows_what_it_reads() -> None:
 
 def test_units_an_alloc_stays_right_before_the_op_that_writes_it() -> None:
     g = GraphBuilder()
-    ops = [g.input("x")]
-    for _ in range(3):
-        ops.append(g.out(aten.relu.out, ops[-1]))
-    graph_module = g.output(ops.pop())
-    ops = ops[1:] + [next(iter(graph_module.graph.find_nodes(op="output"))).args[0][0]]
+    node = g.input("x")
+    ops = []
+    for _ in range(3):  # a chain, so that the allocs could all run first
+        node = g.out(aten.relu.out, node)
+        ops.append(node)
+    graph_module = g.output(node)
 
     def adjacent(rules: frozenset[str]) -> bool:
         graph = unit_graph(graph_module, rules)

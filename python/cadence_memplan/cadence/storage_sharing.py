@@ -16,6 +16,7 @@ treat the ops they may become (:func:`may_share_storage_with`) as sharing alread
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 __all__ = ["may_share_storage_with", "op_name", "storage_sharing_spec_ids"]
 
@@ -42,21 +43,21 @@ def op_name(target: object) -> str:
     return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
 
 
-def _cat_inputs(node: object) -> list[object]:
-    inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())  # type: ignore[attr-defined]
+def _cat_inputs(node: Any) -> list[Any]:
+    inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
     return list(inputs)
 
 
-def may_share_storage_with(node: object) -> list[object]:
+def may_share_storage_with(node: Any) -> list[Any]:
     """The argument nodes whose storage ``node``'s result lies in (a slice, select,
     idma_wait or memory.view and their input) or that lie in its storage (a cat and its
     inputs), now or once Cadence's constraint passes make it a nop; empty for any other
     node."""
-    if node.op != "call_function":  # type: ignore[attr-defined]
+    if node.op != "call_function":
         return []
-    name = op_name(node.target)  # type: ignore[attr-defined]
+    name = op_name(node.target)
     if name in _OUTPUT_INSIDE_INPUT or name in _MAY_BECOME_OUTPUT_INSIDE_INPUT:
-        return list(node.args[:1])  # type: ignore[attr-defined]
+        return list(node.args[:1])
     if name in _INPUTS_INSIDE_OUTPUT or name in _MAY_BECOME_INPUTS_INSIDE_OUTPUT:
         return _cat_inputs(node)
     return []

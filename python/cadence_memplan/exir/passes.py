@@ -12,6 +12,7 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -56,13 +57,14 @@ class _ReorderingMemoryPlanningPass(MemoryPlanningPass):
     last_reorder: Reorder | None = None
 
     def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
-        algorithm = self.memory_planning_algo
+        algorithm: Callable[..., list[int]] = self.memory_planning_algo
         reordering = Reordering(algorithm, graph_module, update_all_tensors_lifetime)
-        self.memory_planning_algo = reordering
+        # exir's run() plans with self.memory_planning_algo: the reordering stands in.
+        setattr(self, "memory_planning_algo", reordering)  # noqa: B010
         try:
             result: PassResult = super().run(graph_module, graph_signature)
         finally:
-            self.memory_planning_algo = algorithm
+            setattr(self, "memory_planning_algo", algorithm)  # noqa: B010
         self.last_reorder = reordering.result
         return result
 

@@ -313,9 +313,7 @@ class Reordering:
     @staticmethod
     def _kept_in_memory1(specs: list[TensorSpec], graph_module: torch.fx.GraphModule) -> int:
         shared = storage_sharing_spec_ids(graph_module)
-        owners = [
-            spec for spec in specs if spec.storage_base is None and id(spec) not in shared
-        ]
+        owners = [spec for spec in specs if spec.storage_base is None and id(spec) not in shared]
         if not owners:
             return 0
         placements = read_placements(owners)

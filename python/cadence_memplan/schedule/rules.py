@@ -43,7 +43,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from executorch.exir import memory
@@ -145,7 +144,7 @@ def _written_arguments(node: torch.fx.Node) -> list[torch.fx.Node]:
     if overload is None:
         return []
     schema = schema_of(overload)
-    written = []
+    written: list[torch.fx.Node] = []
     for index, argument in enumerate(schema.arguments):
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue
@@ -290,7 +289,7 @@ def storage_order_edges(graph: UnitGraph) -> Iterator[tuple[int, int]]:
     # Per unit, in the given order: the storages it touches, and those it writes again.
     mutated: set[int] = set()
     accesses: list[tuple[set[int], set[int]]] = []
-    for unit, nodes in enumerate(graph.units):
+    for nodes in graph.units:
         touched: set[int] = set()
         rewritten: set[int] = set()
         own = set(nodes)
