@@ -8,6 +8,7 @@
 #include "core/common/peak_live.h"
 #include "core/common/str_cat.h"
 #include "core/schedule/schedule.h"
+#include "core/schedule/step_bound.h"
 
 namespace cadence_memplan::schedule {
 namespace {
@@ -292,7 +293,8 @@ Size ScheduleLowerBound(const ScheduleProblem& problem) {
     return detail::LowerBoundOf(graph, detail::MustLive(problem, graph, nullptr));
   }
   const Reachability reach = Reachability::Build(graph);
-  return detail::LowerBoundOf(graph, detail::MustLive(problem, graph, &reach));
+  const std::vector<Size> must_live = detail::MustLive(problem, graph, &reach);
+  return detail::CutBound(problem, graph, reach, must_live, detail::LowerBoundOf(graph, must_live));
 }
 
 }  // namespace cadence_memplan::schedule
