@@ -8,6 +8,7 @@
 #include "core/common/peak_live.h"
 #include "core/common/str_cat.h"
 #include "core/schedule/schedule.h"
+#include "core/schedule/step_bound.h"
 
 namespace cadence_memplan::schedule {
 namespace {
@@ -223,49 +224,13 @@ Reachability Reachability::Build(const UnitGraph& graph) {
 
 }  // namespace detail
 
-Size ScheduleLowerBound(const ScheduleProblem& problem) {
+namespace detail {
+
+std::vector<Size> MustLive(const ScheduleProblem& problem, const UnitGraph& graph,
+                           const Reachability* reach) {
   const UnitIndex n = problem.units;
-  if (n == 0) return 0;
-  const UnitGraph graph = UnitGraph::Build(problem);
-  // Every first step holds what is alive from the start.
-  Size bound = graph.resident_at_start + graph.first_step_only;
-  std::vector<Size> alive(n, 0);  // Bytes alive at u's step in every order.
-  if (n <= detail::kMaxUnitsForReachability) {
-    const Reachability reach = Reachability::Build(graph);
-    std::vector<uint64_t> span(reach.words);
-    for (size_t b = 0; b < problem.buffers.size(); ++b) {
-      const Buffer& buffer = problem.buffers[b];
-      const int32_t index = static_cast<int32_t>(b);
-      if (buffer.size == 0 || (graph.users.size(index) == 0 && !buffer.live_to_end &&
-                               buffer.producer == kBeforeProgram)) {
-        continue;
-      }
-      // Alive at u in every order when made at or before u (u descends from
-      // the producer) and read at or after u (u is an ancestor of a reader).
-      if (buffer.live_to_end) {
-        std::fill(span.begin(), span.end(), ~uint64_t{0});
-      } else {
-        std::fill(span.begin(), span.end(), 0);
-        if (buffer.producer != kBeforeProgram) {
-          span[buffer.producer / 64] |= uint64_t{1} << (buffer.producer % 64);
-        }
-        for (const int32_t* v = graph.users.begin(index); v != graph.users.end(index); ++v) {
-          const uint64_t* ancestors = reach.AncestorsOf(*v);
-          for (int32_t w = 0; w < reach.words; ++w) span[w] |= ancestors[w];
-        }
-      }
-      if (buffer.producer != kBeforeProgram) {
-        const uint64_t* descendants = reach.DescendantsOf(buffer.producer);
-        for (int32_t w = 0; w < reach.words; ++w) span[w] &= descendants[w];
-      }
-      for (int32_t w = 0; w < reach.words; ++w) {
-        for (uint64_t bits = span[w]; bits != 0; bits &= bits - 1) {
-          const int64_t u = int64_t{w} * 64 + CountTrailingZeros(bits);
-          if (u < n) alive[u] += buffer.size;
-        }
-      }
-    }
-  } else {
+  std::vector<Size> alive(n, 0);
+  if (reach == nullptr) {
     // What each unit reads and writes is alive at its step.
     for (size_t b = 0; b < problem.buffers.size(); ++b) {
       const int32_t index = static_cast<int32_t>(b);
@@ -275,9 +240,61 @@ Size ScheduleLowerBound(const ScheduleProblem& problem) {
         alive[*v] += buffer.size;
       }
     }
+    return alive;
   }
-  for (const Size bytes : alive) bound = std::max(bound, bytes);
+  std::vector<uint64_t> span(reach->words);
+  for (size_t b = 0; b < problem.buffers.size(); ++b) {
+    const Buffer& buffer = problem.buffers[b];
+    const int32_t index = static_cast<int32_t>(b);
+    if (buffer.size == 0 || (graph.users.size(index) == 0 && !buffer.live_to_end &&
+                             buffer.producer == kBeforeProgram)) {
+      continue;
+    }
+    // Alive at u in every order when made at or before u (u descends from the
+    // producer) and read at or after u (u is an ancestor of a reader).
+    if (buffer.live_to_end) {
+      std::fill(span.begin(), span.end(), ~uint64_t{0});
+    } else {
+      std::fill(span.begin(), span.end(), 0);
+      if (buffer.producer != kBeforeProgram) {
+        span[buffer.producer / 64] |= uint64_t{1} << (buffer.producer % 64);
+      }
+      for (const int32_t* v = graph.users.begin(index); v != graph.users.end(index); ++v) {
+        const uint64_t* ancestors = reach->AncestorsOf(*v);
+        for (int32_t w = 0; w < reach->words; ++w) span[w] |= ancestors[w];
+      }
+    }
+    if (buffer.producer != kBeforeProgram) {
+      const uint64_t* descendants = reach->DescendantsOf(buffer.producer);
+      for (int32_t w = 0; w < reach->words; ++w) span[w] &= descendants[w];
+    }
+    for (int32_t w = 0; w < reach->words; ++w) {
+      for (uint64_t bits = span[w]; bits != 0; bits &= bits - 1) {
+        const int64_t u = int64_t{w} * 64 + CountTrailingZeros(bits);
+        if (u < n) alive[u] += buffer.size;
+      }
+    }
+  }
+  return alive;
+}
+
+Size LowerBoundOf(const UnitGraph& graph, const std::vector<Size>& must_live) {
+  if (graph.units == 0) return 0;  // No step, nothing alive.
+  Size bound = graph.resident_at_start + graph.first_step_only;
+  for (const Size bytes : must_live) bound = std::max(bound, bytes);
   return bound;
+}
+
+}  // namespace detail
+
+Size ScheduleLowerBound(const ScheduleProblem& problem) {
+  const UnitGraph graph = UnitGraph::Build(problem);
+  if (problem.units > detail::kMaxUnitsForReachability) {
+    return detail::LowerBoundOf(graph, detail::MustLive(problem, graph, nullptr));
+  }
+  const Reachability reach = Reachability::Build(graph);
+  const std::vector<Size> must_live = detail::MustLive(problem, graph, &reach);
+  return detail::CutBound(problem, graph, reach, must_live, detail::LowerBoundOf(graph, must_live));
 }
 
 }  // namespace cadence_memplan::schedule

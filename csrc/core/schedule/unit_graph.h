@@ -62,4 +62,14 @@ struct Reachability {
 // falls back to what each unit reads and writes.
 inline constexpr UnitIndex kMaxUnitsForReachability = 12000;
 
+// The bytes alive at each unit's step in every legal order (schedule.h's
+// lower bound, per unit); with no reachability, what each unit reads and
+// writes.
+std::vector<Size> MustLive(const ScheduleProblem& problem, const UnitGraph& graph,
+                           const Reachability* reach);
+
+// The peak no legal order goes below: the first step's bytes alive from the
+// start, and the most bytes that must be alive at one unit's step.
+Size LowerBoundOf(const UnitGraph& graph, const std::vector<Size>& must_live);
+
 }  // namespace cadence_memplan::schedule::detail

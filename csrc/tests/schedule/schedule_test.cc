@@ -190,6 +190,36 @@ void CheckSourcesMoveDown() {
   CHECK(result.proved_optimal);
 }
 
+// Two heavy branches that share an input and join: whichever runs first
+// leaves its output alive during the other's heavy step. No single unit's
+// bound sees it (each branch may run after the other); the pair's cut does,
+// and proves the given order optimal without a search.
+void CheckPairBoundProves() {
+  memplan_test::SetContext("pair bound");
+  ScheduleProblem problem;
+  problem.units = 6;
+  problem.buffers = {
+      {0, 256, {2, 4}, false},    // the shared input
+      {1, 65536, {2}, false},     // a weight's transpose
+      {2, 1024, {5}, false},      // branch A's output
+      {3, 65536, {4}, false},     // another weight
+      {4, 1024, {5}, false},      // branch B's output
+      {5, 16, {}, true},          // the join, a graph output
+  };
+  const Size optimum = 256 + 1024 + 65536 + 1024;
+  Size best = -1;
+  EachOrder(problem, [&](const std::vector<UnitIndex>& order) {
+    const Size peak = NaivePeak(problem, order);
+    best = best < 0 ? peak : std::min(best, peak);
+  });
+  CHECK_EQ(best, optimum);
+  CHECK_EQ(ScheduleLowerBound(problem), optimum);
+  const ScheduleResult result = Schedule(problem, Budget(1 << 20));
+  CHECK_EQ(result.peak_live, optimum);
+  CHECK(result.proved_optimal);
+  CHECK_EQ(result.work, int64_t{0});  // Proved by the bound alone.
+}
+
 void CheckBadInput() {
   memplan_test::SetContext("bad input");
   const auto error_of = [](const ScheduleProblem& problem) {
@@ -272,6 +302,7 @@ int main() {
   CheckAgainstBruteForce();
   CheckWriteBacksMoveUp();
   CheckSourcesMoveDown();
+  CheckPairBoundProves();
   CheckBadInput();
   CheckBudgetsAndInterrupts();
   return memplan_test::Finish();
