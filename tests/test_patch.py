@@ -62,6 +62,7 @@ HOLDERS = {
 @pytest.fixture(autouse=True)
 def unpatched(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(patching.ALGORITHM_ENV, raising=False)
+    monkeypatch.delenv(patching.REORDER_ENV, raising=False)
     cadence_memplan.unpatch_cadence()
     yield
     cadence_memplan.unpatch_cadence()
@@ -275,13 +276,52 @@ def test_invalid_algorithm_is_a_clear_error_that_changes_nothing(
     assert patching.patched_algorithm() is None
 
 
+@pytest.mark.parametrize("how", ["environment", "keyword"])
+def test_reorder_makes_every_planner_the_compiler_builds_reorder(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if how == "environment":
+        monkeypatch.setenv(patching.REORDER_ENV, " On ")
+        patch = cadence_memplan.patch_cadence(algorithm="best")
+    else:
+        patch = cadence_memplan.patch_cadence(algorithm="best", reorder=True)
+    assert (patch.algorithm, patch.reorder) == ("best", True)
+    config = get_default_memory_config()
+    planning = compiler.CadenceMemoryPlanning(config, CompileMode.DEFAULT, 0)
+    assert planning.reorder
+    assert type(planning.algo) is cadence_memplan.BestOfHierarchy
+    assert not compiler.CadenceMemoryPlanning(config, CompileMode.DEFAULT, 0, reorder=False).reorder
+    with cadence_memplan.patch_cadence(reorder=False):
+        assert not compiler.CadenceMemoryPlanning(config, CompileMode.DEFAULT, 1).reorder
+    assert compiler.CadenceMemoryPlanning(config, CompileMode.DEFAULT, 1).reorder  # put back
+    assert patching.patched_reorder() is True
+    cadence_memplan.unpatch_cadence()
+    assert names_hold(UPSTREAM)
+    assert patching.patched_reorder() is None
+
+
+def test_reorder_environment_refuses_what_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, expected in (("", False), ("0", False), ("off", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv(patching.REORDER_ENV, value)
+        assert cadence_memplan.patch_cadence().reorder is expected
+    cadence_memplan.unpatch_cadence()
+    monkeypatch.setenv(patching.REORDER_ENV, "maybe")
+    with pytest.raises(ValueError, match=r"CADENCE_MEMPLAN_REORDER='maybe': expected 1 "):
+        cadence_memplan.patch_cadence()
+    assert names_hold(UPSTREAM)
+
+
 # --------------------------------------------------------------------------- new interpreters
 
 
 def python(*arguments: str | Path, **environment: str) -> subprocess.CompletedProcess[str]:
     import os
 
-    env = {k: v for k, v in os.environ.items() if k != patching.ALGORITHM_ENV}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (patching.ALGORITHM_ENV, patching.REORDER_ENV)
+    }
     env.update(environment)
     return subprocess.run(
         [sys.executable, *map(str, arguments)],

@@ -51,6 +51,7 @@ py::array_t<T> ToArray(std::vector<T>&& values) {
 // The registration of each concept's functions and result types on the module.
 void RegisterPlanning(py::module_& m);
 void RegisterSharedObjects(py::module_& m);
+void RegisterSchedule(py::module_& m);
 
 // The one table of Occupancy's names, as the Python API spells them (_types.py's
 // OCCUPANCIES), for every binding that takes an occupancy.

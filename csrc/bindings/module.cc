@@ -1,5 +1,5 @@
 // The only place that knows about Python: the `_core` module. Each concept's
-// file (planning.cc, shared_objects.cc) converts its arrays to the core's
+// file (planning.cc, shared_objects.cc, schedule.cc) converts its arrays to the core's
 // types and back, with keyword-only arguments and results by name, and
 // releases the GIL while the core works; this file maps the core's
 // exceptions to Python's. Values are checked by the core itself
@@ -30,4 +30,5 @@ PYBIND11_MODULE(_core, m) {
 
   cm::bindings::RegisterPlanning(m);
   cm::bindings::RegisterSharedObjects(m);
+  cm::bindings::RegisterSchedule(m);
 }

@@ -18,9 +18,10 @@ from ._types import (
     PlanningError,
     PlanResult,
     Preplaced,
+    ScheduleResult,
 )
 from ._validation import MAX_MEMORIES
-from .api import plan, validate
+from .api import plan, schedule, validate
 
 if _TYPE_CHECKING:
     from .cadence.algorithms import (
@@ -49,11 +50,13 @@ __all__ = [
     "PlanningError",
     "PositionBasedGreedyWithHierarchy",
     "Preplaced",
+    "ScheduleResult",
     "__version__",
     "import_cadence_compiler",
     "patch_cadence",
     "plan",
     "print_memory_planning_info",
+    "schedule",
     "unpatch_cadence",
     "validate",
 ]

@@ -14,6 +14,7 @@ EXIR_TENSOR_DTYPE: np.dtype[np.void]
 BANK_DTYPE: np.dtype[np.void]
 REUSE_TENSOR_DTYPE: np.dtype[np.void]
 NO_STORAGE_BASE: int
+DEFAULT_SCHEDULE_WORK: int
 OUTSIDE_STORAGE_BASE: int
 
 class PlanOutput:
@@ -45,6 +46,26 @@ class PlanOutput:
     ) -> Literal["not asked", "fits", "proved impossible", "not found"] | None: ...
     @property
     def selection_fit(self) -> Literal["fits", "does not fit", "unknown"] | None: ...
+
+class ScheduleOutput:
+    """What schedule() decided, by name."""
+
+    @property
+    def order(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def peak_live(self) -> int: ...
+    @property
+    def given_peak_live(self) -> int: ...
+    @property
+    def lower_bound(self) -> int: ...
+    @property
+    def proved_optimal(self) -> bool: ...
+    @property
+    def strategy(self) -> Literal["given", "exact", "beam"]: ...
+    @property
+    def work(self) -> int: ...
+    @property
+    def cut_short(self) -> bool: ...
 
 class SharedObjectPacking:
     """What pack_shared_objects() decided, by name."""
@@ -112,6 +133,19 @@ def validate(
     memory_sizes: npt.NDArray[np.int64],
     memory_alignments: npt.NDArray[np.int64],
 ) -> str: ...
+def schedule(
+    *,
+    num_units: int,
+    edge_before: npt.NDArray[np.int64],
+    edge_after: npt.NDArray[np.int64],
+    buffer_sizes: npt.NDArray[np.int64],
+    buffer_producers: npt.NDArray[np.int64],
+    buffer_user_offsets: npt.NDArray[np.int64],
+    buffer_users: npt.NDArray[np.int64],
+    buffer_live_to_end: npt.NDArray[np.bool_],
+    work_budget: int,
+    budget_ms: float,
+) -> ScheduleOutput: ...
 def pack_shared_objects(
     *,
     tensors: npt.NDArray[np.void],

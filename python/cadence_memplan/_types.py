@@ -91,3 +91,29 @@ class PlanResult:
     lower_bound: int | None = None
     progress: tuple[tuple[float, int], ...] | None = None
     kept_bound: int | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """The order :func:`cadence_memplan.schedule` chose for a program's units.
+
+    ``order`` is a legal permutation of the units (``order[step]`` is the unit that runs
+    at that step), topological for the edges and for every buffer's producer before its
+    users. ``peak_live`` is the most bytes alive at one step under ``order``;
+    ``given_peak_live`` the same under the given order; ``lower_bound`` a bound no legal
+    order goes below. ``proved_optimal`` is True when no legal order peaks below
+    ``peak_live``. ``strategy`` says what found ``order``: ``"given"`` (nothing better
+    found, so ``order`` is the given one), ``"exact"`` (a pass of the search that kept
+    every state: optimal) or ``"beam"``. ``work`` is the work the search spent (the unit
+    of ``work_budget``), and ``cut_short`` is True when ``budget_ms`` ended it, the one
+    case where the result may change from run to run.
+    """
+
+    order: npt.NDArray[np.int64]
+    peak_live: int
+    given_peak_live: int
+    lower_bound: int
+    proved_optimal: bool
+    strategy: Literal["given", "exact", "beam"]
+    work: int
+    cut_short: bool

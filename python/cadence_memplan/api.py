@@ -1,4 +1,5 @@
-"""The array API: plan and validate tensors given as integer arrays. One of the two callers
+"""The array API: plan and validate tensors given as integer arrays, and order a
+program's units for the smallest peak of live bytes (``schedule``). One of the two callers
 of the C++ extension (``_core``; the other, ``exir/records.py``, hands it exir's record
 arrays): it checks the public API's options, converts the input to int64 arrays and calls
 the core (which releases the GIL) by keyword, reading its results by name. The core's
@@ -6,6 +7,7 @@ failures arrive as :class:`PlanningError`, the peak-live bound stated."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +22,7 @@ from ._types import (
     Occupancy,
     PlanResult,
     Preplaced,
+    ScheduleResult,
 )
 from ._validation import (
     MAX_MEMORIES,
@@ -27,6 +30,7 @@ from ._validation import (
     check_budget_ms,
     check_choice,
     check_search_options,
+    is_integer,
 )
 
 # max_nodes=None: no cap on the nodes of the exact search.
@@ -37,6 +41,7 @@ __all__ = [
     "blocked_masks",
     "plan",
     "plan_prepared",
+    "schedule",
     "validate",
 ]
 
@@ -324,3 +329,82 @@ def validate(
         memory_alignments=as_int64("memory_alignments", memory_alignments),
     )
     return problem or None
+
+
+def schedule(
+    num_units: int,
+    edges: npt.ArrayLike,
+    buffer_sizes: npt.ArrayLike,
+    buffer_producers: npt.ArrayLike,
+    buffer_user_offsets: npt.ArrayLike,
+    buffer_users: npt.ArrayLike,
+    buffer_live_to_end: npt.ArrayLike | None = None,
+    *,
+    work_budget: int | None = None,
+    budget_ms: float | None = None,
+) -> ScheduleResult:
+    """Order a program's units so that the fewest bytes are alive at once, never more
+    than in the given order (docs/scheduling.md).
+
+    Units ``0..num_units-1`` are given in a legal order. ``edges`` (shape ``(k, 2)``)
+    lists ``(before, after)`` pairs, ``before < after``, that every order must keep.
+    Buffer ``b`` takes ``buffer_sizes[b]`` bytes from the step its producer
+    ``buffer_producers[b]`` runs (``-1``: from the program's start) to the step the last
+    of its users runs, inclusive; its users are
+    ``buffer_users[buffer_user_offsets[b]:buffer_user_offsets[b + 1]]``, and every user
+    runs after the producer. ``buffer_live_to_end[b]`` keeps it to the last step (a graph
+    output). A buffer nobody reads is alive at its producer's step only.
+
+    The search (csrc/core/schedule/schedule.h) spends at most ``work_budget`` units of
+    work (None: the default, ``DEFAULT_SCHEDULE_WORK``), so the result depends only on
+    the arguments; ``budget_ms`` adds a wall-clock cap, after which the result may vary
+    (``ScheduleResult.cut_short``). The GIL is released while it runs, and Ctrl-C stops it
+    with KeyboardInterrupt. Raises ValueError or TypeError for bad input (a cycle shows
+    as an edge or a user that goes backwards in the given order).
+    """
+    if not is_integer(num_units):
+        raise TypeError(f"num_units must be an integer, got {num_units!r}")
+    edge_array = np.asarray(edges)
+    if edge_array.size == 0:
+        edge_array = np.zeros((0, 2), dtype=np.int64)
+    if edge_array.ndim != 2 or edge_array.shape[1] != 2:
+        raise ValueError(f"edges must have shape (k, 2), got {edge_array.shape}")
+    sizes = as_int64("buffer_sizes", buffer_sizes)
+    live_to_end = (
+        np.zeros(0, dtype=np.bool_)
+        if buffer_live_to_end is None
+        else np.ascontiguousarray(buffer_live_to_end)
+    )
+    if live_to_end.dtype != np.bool_:
+        raise TypeError(
+            f"buffer_live_to_end must be a boolean array, got dtype {live_to_end.dtype}"
+        )
+    if work_budget is None:
+        work = _core.DEFAULT_SCHEDULE_WORK
+    elif not is_integer(work_budget) or work_budget < 0:
+        raise ValueError(f"work_budget must be an integer >= 0 or None, got {work_budget!r}")
+    else:
+        work = int(work_budget)
+    cap = math.inf if budget_ms is None else check_budget_ms(budget_ms)
+    core = _core.schedule(
+        num_units=int(num_units),
+        edge_before=as_int64("edges[:, 0]", edge_array[:, 0]),
+        edge_after=as_int64("edges[:, 1]", edge_array[:, 1]),
+        buffer_sizes=sizes,
+        buffer_producers=as_int64("buffer_producers", buffer_producers),
+        buffer_user_offsets=as_int64("buffer_user_offsets", buffer_user_offsets),
+        buffer_users=as_int64("buffer_users", buffer_users),
+        buffer_live_to_end=live_to_end,
+        work_budget=work,
+        budget_ms=cap,
+    )
+    return ScheduleResult(
+        order=core.order,
+        peak_live=core.peak_live,
+        given_peak_live=core.given_peak_live,
+        lower_bound=core.lower_bound,
+        proved_optimal=core.proved_optimal,
+        strategy=core.strategy,
+        work=core.work,
+        cut_short=core.cut_short,
+    )

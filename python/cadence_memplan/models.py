@@ -3,6 +3,12 @@
 
 Models need torch, imported when one is built; the synthetic graphs need numpy only.
 Every model is built with ``torch.manual_seed(0)``, in eval mode, with its example inputs.
+
+:data:`SCHEDULING_MODELS` are built-in inputs too, the graphs whose node order matters
+(docs/exir.md, "Reordering"): a branchy CNN, a chain CNN and executorch's own llama with
+a KV cache (``executorch.examples.models.llama``, so it needs executorch). They are not in
+:data:`MODELS`, the set every zoo test plans, to keep those tests' time; the reorder's
+tests and bench/reorder_models.py plan them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ __all__ = [
     "BUILTIN_INPUTS",
     "DEFAULT_INPUT",
     "MODELS",
+    "SCHEDULING_MODELS",
     "SYNTHETIC_SIZES",
     "build_model",
     "example_calls",
@@ -30,9 +37,16 @@ MODELS: dict[str, str] = {
     "mlp": "3-layer perceptron, 32 -> 64 -> 48 -> 10",
     "decoder": "decoder-only transformer with a KV cache, 2 layers, width 64, 32 cached tokens",
 }
+SCHEDULING_MODELS: dict[str, str] = {
+    "inception": "inception-style CNN, 3 blocks of 4 parallel branches concatenated, 32x32 images",
+    "chain-cnn": "chain of 6 convolutions with ReLU and pooling, 32x32 images",
+    "llama": "executorch's llama with a KV cache (examples.models.llama), 2 layers, dim 64,"
+    " 32 cached tokens",
+}
 SYNTHETIC_SIZES: dict[str, int] = {"synthetic": 10_000, "synthetic-100k": 100_000}
 BUILTIN_INPUTS: dict[str, str] = {
     **MODELS,
+    **SCHEDULING_MODELS,
     **{
         name: f"synthetic graph of {n:,} tensors (numpy only)"
         for name, n in SYNTHETIC_SIZES.items()
@@ -172,13 +186,97 @@ def _decoder(
     return Decoder().requires_grad_(False), (torch.tensor([[3]]), torch.tensor([0]))
 
 
+def _inception(blocks: int = 3, width: int = 16, image: int = 32) -> Built:
+    """GoogLeNet's inception blocks, small: each concatenates a 1x1, a 1x1-3x3, a
+    1x1-5x5 and a pooled 1x1 branch, so the order of the branches decides how many of
+    their tensors are alive at once."""
+    import torch
+
+    def conv(inputs: int, outputs: int, kernel: int) -> torch.nn.Module:
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(inputs, outputs, kernel, padding=kernel // 2), torch.nn.ReLU()
+        )
+
+    class Block(torch.nn.Module):
+        def __init__(self, inputs: int) -> None:
+            super().__init__()
+            self.one = conv(inputs, width, 1)
+            self.three = torch.nn.Sequential(conv(inputs, width, 1), conv(width, 2 * width, 3))
+            self.five = torch.nn.Sequential(conv(inputs, width // 2, 1), conv(width // 2, width, 5))
+            self.pool = torch.nn.Sequential(
+                torch.nn.MaxPool2d(3, stride=1, padding=1), conv(inputs, width, 1)
+            )
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([self.one(x), self.three(x), self.five(x), self.pool(x)], dim=1)
+
+    channels = 5 * width
+    model = torch.nn.Sequential(
+        conv(3, channels, 3),
+        *(Block(channels) for _ in range(blocks)),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(channels, 10),
+    )
+    return model, (torch.randn(1, 3, image, image),)
+
+
+def _chain_cnn(layers: int = 6, image: int = 32) -> Built:
+    import torch
+
+    modules: list[torch.nn.Module] = []
+    channels = 3
+    for layer in range(layers):
+        out = 8 * 2 ** (layer // 2)
+        modules += [torch.nn.Conv2d(channels, out, 3, padding=1), torch.nn.ReLU()]
+        if layer % 2:
+            modules.append(torch.nn.MaxPool2d(2))
+        channels = out
+    model = torch.nn.Sequential(*modules, torch.nn.Flatten(), torch.nn.LazyLinear(10))
+    inputs = (torch.randn(1, 3, image, image),)
+    model(*inputs)  # sizes the lazy layer
+    return model, inputs
+
+
+def _llama(layers: int = 2, dim: int = 64, heads: int = 4, context: int = 32) -> Built:
+    """executorch's example llama (``construct_transformer``) with its KV cache in mutable
+    buffers, random weights, one token per call: ``(tokens, input_pos)``."""
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    arguments = ModelArgs(
+        dim=dim, n_layers=layers, n_heads=heads, vocab_size=128, max_seq_len=context,
+        max_context_len=context, use_kv_cache=True, generate_full_logits=False,
+        enable_dynamic_shape=False,
+    )  # fmt: skip
+
+    class TokenAndPosition(torch.nn.Module):
+        """The transformer with its ``attn_options`` as a plain tensor argument."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = construct_transformer(arguments)
+
+        def forward(self, tokens: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+            logits: torch.Tensor = self.transformer(tokens, {"input_pos": position})
+            return logits
+
+    return TokenAndPosition().requires_grad_(False), (torch.tensor([[1]]), torch.tensor([0]))
+
+
 _BUILDERS: dict[str, Callable[..., Built]] = {
     "encoder": _encoder,
     "cnn": _cnn,
     "depthwise-cnn": _depthwise_cnn,
     "mlp": _mlp,
     "decoder": _decoder,
+    "inception": _inception,
+    "chain-cnn": _chain_cnn,
+    "llama": _llama,
 }
+# The models whose calls carry state (a KV cache) from one to the next.
+_DECODERS = ("decoder", "llama")
 
 
 def build_model(name: str, **options: Any) -> Built:
@@ -187,19 +285,21 @@ def build_model(name: str, **options: Any) -> Built:
     import torch
 
     if name not in _BUILDERS:
-        raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+        raise ValueError(
+            f"unknown model {name!r}; choose from {', '.join([*MODELS, *SCHEDULING_MODELS])}"
+        )
     torch.manual_seed(0)  # random init weights and inputs, the same every run
     model, inputs = _BUILDERS[name](**options)
     return model.eval(), inputs
 
 
 def example_calls(name: str, inputs: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
-    """The calls to run a model of :data:`MODELS` on, in order, from its example inputs:
-    four decoding steps for the decoder (its KV cache carries over from call to call),
-    the example inputs once for the others."""
+    """The calls to run a model of :data:`MODELS` or :data:`SCHEDULING_MODELS` on, in
+    order, from its example inputs: four decoding steps for the decoders (their KV cache
+    carries over from call to call), the example inputs once for the others."""
     import torch
 
-    if name != "decoder":
+    if name not in _DECODERS:
         return [inputs]
     token, _ = inputs
     return [(token + step, torch.tensor([step])) for step in range(4)]

@@ -1,7 +1,7 @@
 """From an input to its plan: the one path that ``cadence-memplan plan`` and ``sweep`` (and
 any Python caller) take, so that both describe the same program.
 
-An input is a built-in model (:data:`~cadence_memplan.models.MODELS`), a ``torch.export``
+An input is a built-in model (:data:`~cadence_memplan.models.MODELS`, :data:`~cadence_memplan.models.SCHEDULING_MODELS`), a ``torch.export``
 archive (``.pt2``), a MiniMalloc CSV instance or a built-in synthetic graph.
 :func:`load_input` reads it, and exports and lowers a model once, the way ``lowering``
 says ("cadence": Cadence's compiler's passes and backend config, the program Cadence
@@ -40,7 +40,7 @@ from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
 from .io.memories import Memory
 from .io.minimalloc import read_minimalloc_csv
-from .models import BUILTIN_INPUTS, MODELS, SYNTHETIC_SIZES, build_model
+from .models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
 from .stats import TensorTable, format_bytes, peak_live_bytes
 from .synthetic import synthetic_graph
 
@@ -128,7 +128,7 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
             f"input {text}: unknown file type {suffix or '(none)'}, expected .pt2 or .csv"
         )
     if text in BUILTIN_INPUTS:
-        return Input(text, "model" if text in MODELS else "arrays")
+        return Input(text, "arrays" if text in SYNTHETIC_SIZES else "model")
     if path.suffix or os.sep in text or "/" in text:
         raise InputError(f"input {text}: no such file")
     guess = closest(text, list(BUILTIN_INPUTS))
@@ -251,6 +251,9 @@ class InputPlan:
     # which terms those are; with kept_bound (a model's only with one placer call).
     kept: int | None = None
     objective: Objective = "bytes"
+    # A model planned with reorder=True: what the reorder did (cadence_memplan.schedule's
+    # Reorder: peak-live and arena before and after, the bound, what moved).
+    reorder: Any = None
 
     @property
     def placer_seconds(self) -> float:
@@ -277,16 +280,20 @@ def plan_input(
     alloc_outputs: bool = True,
     budget_ms: float | None = None,
     objective: Objective = "bytes",
+    reorder: bool = False,
     progress: Progress | None = None,
 ) -> InputPlan:
     """Plan an input (a name, a path, or one :func:`load_input` returned) for
     ``memories`` with ``algorithm``. A model goes through a whole ``to_executorch`` with
     our ``CadenceMemoryPlanning`` in the backend config of ``lowering``;
     ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget_ms`` caps ``best``'s
-    search; ``objective`` is ``best``'s on a model (the drop-in's ``objective``). Raises :class:`DoesNotFit` when a tensor fits nowhere."""
+    search; ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
+    ``reorder`` (models only) lets the pass plan better node orders too. Raises :class:`DoesNotFit` when a tensor fits nowhere."""
     progress = progress or _quiet
     loaded = _loaded(source, lowering, progress)
     memories = tuple(memories)
+    if reorder and not loaded.input.is_model:
+        raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if not loaded.input.is_model:
         progress(f"planning {len(loaded.labels):,} tensors")
         table, seconds, result = _plan_arrays(loaded, memories, algorithm, budget_ms)
@@ -307,12 +314,13 @@ def plan_input(
         ours = lower_and_plan(
             loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
             alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering, objective=objective,
+            reorder=reorder,
         )  # fmt: skip
     kept, kept_bound = ours.kept if ours.kept is not None else (None, None)
     return InputPlan(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
-        objective=objective,
+        objective=objective, reorder=ours.reorder,
     )  # fmt: skip
 
 

@@ -8,8 +8,9 @@ tests/test_spec_boundary.py holds it so), one function per job: Cadence's drop-i
 :func:`saved_alignments`/:func:`restore_alignments`, :func:`exir_result`), exir's
 storage-reuse check (:func:`read_reuse_specs`), the reports and plan tables
 (:func:`read_placements`, :func:`placed_mask`, :func:`allocated_sizes`), the pass's
-snapshots (:func:`save_placements`/:func:`restore_placements`) and its lifetime check
-(:func:`require_lifetimes`). Each reads one attribute of every spec per C-level pass
+snapshots (:func:`save_placements`/:func:`restore_placements`), its lifetime check
+(:func:`require_lifetimes`) and the reorder's fresh start (:func:`clear_lifetimes`: exir's
+lifetime pass widens what a spec holds). Each reads one attribute of every spec per C-level pass
 (:func:`column`) and writes by one (:func:`set_column`).
 
 The exactness policy, written once: the arrays carry a spec only when the core's int64
@@ -72,6 +73,7 @@ __all__ = [
     "SizedLifetimes",
     "SpecArrays",
     "allocated_sizes",
+    "clear_lifetimes",
     "column",
     "element_size",
     "exact_int",
@@ -645,3 +647,9 @@ def restore_placements(saved: SavedPlacements) -> None:
     set_column(saved.specs, "mem_id", saved.mem_ids)
     set_column(saved.specs, "mem_offset", saved.offsets)
     set_column(saved.specs, "lifetime", saved.lifetimes)
+
+
+def clear_lifetimes(specs: list[TensorSpec]) -> None:
+    """Give every spec a new ``[None, None]`` lifetime, as exir's spec propagation does,
+    so that lifetimes computed for another node order widen from nothing."""
+    set_column(specs, "lifetime", [[None, None] for _ in specs])

@@ -31,6 +31,7 @@ __all__ = [
     "LazyGraphModule",
     "ViewSpec",
     "alias_inplace_result_specs",
+    "aten_overload",
     "check_bank_alignments",
     "check_bank_capacity",
     "check_version",
@@ -38,15 +39,19 @@ __all__ = [
     "element_size",
     "extend_storage_base_lifetimes",
     "fast_paths_supported",
+    "has_side_effects",
     "in_tested_range",
+    "is_higher_order_operator",
     "is_inplace_node",
     "is_mutable_buffer",
     "lower_ep_to_cadence",
     "mem_id_blocklists",
     "reject_non_cpu",
     "run_view_guards",
+    "schema_of",
     "set_alloc_node_spec",
     "set_view_unguarded",
+    "spec_holder",
     "tracing_context_active",
     "view_base",
     "view_unguarded",
@@ -149,12 +154,55 @@ def tracing_context_active() -> bool:
     return torch._guards.TracingContext.try_get() is not None
 
 
+# --------------------------------------------------------------------- operators
+
+
+def aten_overload(target: Any) -> Any:
+    """A node target's ATen operator (``torch._ops.OpOverload``; an edge dialect op's is
+    the one it wraps), or None for anything else (Python functions, higher-order ops)."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target
+    inner = getattr(target, "_op", None)
+    return inner if isinstance(inner, torch._ops.OpOverload) else None
+
+
+def schema_of(overload: Any) -> Any:
+    """An ATen operator's schema (``torch.FunctionSchema``)."""
+    return overload._schema
+
+
+def is_higher_order_operator(target: Any) -> bool:
+    """Whether a node target is a higher-order operator (cond, map, while, scan, a
+    delegate call...)."""
+    return isinstance(target, torch._ops.HigherOrderOperator)
+
+
+def has_side_effects(target: Any) -> bool:
+    """Whether torch's FX lists a node target as side-effectful (asserts, prints,
+    profiler records, collectives...)."""
+    try:
+        return target in torch.fx.node._side_effectful_functions
+    except TypeError:  # an unhashable target
+        return False
+
+
 # --------------------------------------------------------------------- exir's views
 
 
 def view_base(view: Any) -> Any:
     """A ``_ViewSpec``'s base, read without running its guards."""
     return object.__getattribute__(view, "_base")
+
+
+def spec_holder(spec: Any) -> Any:
+    """The spec that holds ``spec``'s placement and lifetime: a view's base.
+
+    exir's ``_ViewSpec`` (memory.view nodes) forwards ``mem_id``, ``mem_offset`` and
+    ``lifetime`` to its base and runs its guards on every attribute read, so the base is
+    read instead (``object.__getattribute__`` reads ``_base`` without the guards)."""
+    while isinstance(spec, ViewSpec):
+        spec = view_base(spec)
+    return spec
 
 
 def view_unguarded(view: Any) -> bool:

@@ -15,6 +15,9 @@ torch loads); its modules import executorch.
 import os
 
 ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
+REORDER_ENV = "CADENCE_MEMPLAN_REORDER"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 # "mem_algo": every planner keeps its caller's mem_algo; "best": every planner uses best.
 PATCH_ALGORITHMS = ("mem_algo", "best")
 
@@ -36,6 +39,24 @@ def resolve_patch_algorithm(algorithm: str | None) -> str:
             " 1 heuristic, both upstream's placements, 2 best)"
         )
     return algorithm
+
+
+def resolve_patch_reorder(reorder: bool | None) -> bool:
+    """``patch_cadence``'s reorder: ``reorder``, or (None) ``CADENCE_MEMPLAN_REORDER``:
+    1/true/yes/on, or 0/false/no/off (unset or empty: off); anything else raises
+    ``ValueError``. Here, with numpy-only imports, for the runner, as
+    :func:`resolve_patch_algorithm`."""
+    if reorder is not None:
+        return bool(reorder)
+    value = os.environ.get(REORDER_ENV, "").strip()
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(
+        f"{REORDER_ENV}={value!r}: expected 1 (every Cadence planner also plans better node"
+        " orders, keeping the best plan) or 0 (the default: the graph's order)"
+    )
 
 
 # How a model reaches to_executorch (lowering.lower_exported): "cadence", through Cadence's

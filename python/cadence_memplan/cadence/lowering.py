@@ -132,6 +132,7 @@ class LoweredPlan:
     # (kept in memory 1, kept_bound) of "best"'s one placer call on a hierarchy, else None
     # (with several calls, no one bound covers the program).
     kept: tuple[int, int] | None = None
+    reorder: Any = None  # with reorder=True: what it did (cadence_memplan.schedule.Reorder)
 
 
 def program_table(
@@ -219,17 +220,20 @@ def lower_and_plan(
     *,
     lowering: str,
     objective: str = "bytes",
+    reorder: bool = False,
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
     ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
     ``lowering`` that made ``edge``; raises what the pass raises. ``budget_ms`` caps our
-    ``"best"`` placer's search (None: its default); ``objective`` is its objective."""
+    ``"best"`` placer's search (None: its default); ``objective`` is its objective;
+    ``reorder`` our pass's (it plans better node orders too)."""
     pass_ = planning_class(
         memory_config(memories),
         CompileMode.DEFAULT,
         ALGORITHMS.index(algorithm),
         alloc_graph_input=alloc_inputs,
         alloc_graph_output=alloc_outputs,
+        **({"reorder": True} if reorder else {}),
     )
     if budget_ms is not None:
         pass_.algo.budget_ms = budget_ms
@@ -247,10 +251,15 @@ def lower_and_plan(
     }
     result = getattr(pass_.algo, "last_result", None)  # ours only
     strategy = None if result is None else result.strategy
+    reordered = getattr(pass_, "last_reorder", None)
+    # The placer is called once, or once per order reorder=True planned (the kept one last).
+    calls = 1 if reordered is None else reordered.planned
     kept = None
-    if result is not None and result.kept_bound is not None and pass_.algo.calls == 1:
+    if result is not None and result.kept_bound is not None and pass_.algo.calls == calls:
         kept = (pass_.algo.last_kept, result.kept_bound)
-    return LoweredPlan(program, table, node_names, timings, strategy, kept)
+    if reordered is not None:
+        timings["reorder (all its plans)"] = reordered.seconds
+    return LoweredPlan(program, table, node_names, timings, strategy, kept, reordered)
 
 
 def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:

@@ -14,7 +14,9 @@ changing one import (or, for Cadence's compiler, ``cadence_memplan.patch_cadence
 
 Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
 constructor instead of failing (or planning garbage) mid-compile, and a run that fails
-puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were.
+puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were. One is
+added, off by default: ``reorder=True`` also plans the graph in better node orders and
+keeps the best plan (:mod:`cadence_memplan.schedule`; ``last_reorder`` says what it did).
 
 The module also keeps the standalone planning functions of Cadence's memory planning before
 its ``MemoryPlanningAlgo`` classes (``position_based_greedy_with_hierarchy``,
@@ -37,13 +39,14 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
-from executorch.exir.memory_planning import collect_specs_from_nodes
+from executorch.exir.memory_planning import collect_specs_from_nodes, update_all_tensors_lifetime
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._boundary import upstream
 from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
 from .._validation import is_integer
+from ..schedule import Reorder, Reordering
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -52,6 +55,7 @@ from .planning_pass import (
     plan_single_graph,
     signature_with_maps,
     spec_holder,
+    update_lifetimes,
     views_checked_once,
 )
 
@@ -104,7 +108,16 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     ``run`` (exir's ``MemoryPlanningPass``, then upstream's ``SimplifyIdmaOpsPass``), so it
     goes in ``ExecutorchBackendConfig(memory_planning_pass=...)`` and gives upstream's
     placements byte for byte.
+
+    ``reorder`` (keyword only; default :attr:`reorder_by_default`, False here) also plans
+    the graph in better node orders and keeps the order whose plan keeps no fewer bytes in
+    memory 1 and has no larger arena, one of them strictly better (the graph's own order
+    otherwise): :class:`cadence_memplan.schedule.Reordering`. After a run,
+    ``last_reorder`` (a :class:`~cadence_memplan.schedule.Reorder`) says what it did.
     """
+
+    reorder_by_default = False  # what ``patch_cadence(reorder=True)``'s subclasses change
+    last_reorder: Reorder | None = None
 
     def __init__(
         self,
@@ -114,7 +127,10 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         alloc_graph_input: bool = True,
         alloc_graph_output: bool = True,
         additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None = None,
+        *,
+        reorder: bool | None = None,
     ) -> None:
+        self.reorder = self.reorder_by_default if reorder is None else bool(reorder)
         # The algorithm classes check memory_config when upstream's __init__ builds them.
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
         if not is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
@@ -183,16 +199,25 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         """
         snapshot = SpecSnapshot(graph_module)
         signature = signature_with_maps(graph_signature)
+        algo: MemoryPlanningAlgo = self.algo
+        fast = upstream.fast_paths_supported() and not has_control_flow(graph_module)
+        reordering = None
+        if self.reorder:  # with the lifetimes of the path the graph takes
+            lifetimes = update_lifetimes if fast else update_all_tensors_lifetime
+            reordering = Reordering(algo, graph_module, lifetimes)
         try:
+            # Upstream's run() plans with self.algo: the reordering stands in for it there.
             if not upstream.fast_paths_supported():  # an untested executorch: its own pass
+                setattr(self, "algo", reordering or algo)  # noqa: B010  (not a MemoryPlanningAlgo)
                 result: PassResult = super().run(graph_module, graph_signature)
                 return result
             with deferred_recompile(graph_module), views_checked_once(graph_module):
-                if has_control_flow(graph_module):
+                if not fast:
+                    setattr(self, "algo", reordering or algo)  # noqa: B010
                     super().run(graph_module, signature)
                 else:
                     plan_single_graph(
-                        self.algo,
+                        reordering or algo,
                         graph_module,
                         signature,
                         self.alloc_graph_input,
@@ -201,6 +226,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         except BaseException:
             snapshot.restore()
             raise
+        finally:
+            setattr(self, "algo", algo)  # noqa: B010
+            self.last_reorder = reordering.result if reordering else None
         return PassResult(graph_module, True)
 
 

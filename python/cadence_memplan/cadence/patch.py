@@ -4,7 +4,7 @@
     python -m cadence_memplan.cadence.patch -m MODULE [ARGS...]
 
 Like ``python -m cProfile``: calls :func:`cadence_memplan.patch_cadence` (which reads
-``CADENCE_MEMPLAN_ALGO``), then runs SCRIPT (or MODULE) as ``__main__``, with
+``CADENCE_MEMPLAN_ALGO`` and ``CADENCE_MEMPLAN_REORDER``), then runs SCRIPT (or MODULE) as ``__main__``, with
 ``sys.argv`` set to ``[SCRIPT, *ARGS]`` and SCRIPT's folder first on ``sys.path``, as
 ``python SCRIPT ARGS`` would. Its exit code is the script's. Importing this module needs
 numpy only; running it needs executorch.
@@ -18,7 +18,7 @@ import runpy
 import sys
 from collections.abc import Sequence
 
-from . import resolve_patch_algorithm
+from . import resolve_patch_algorithm, resolve_patch_reorder
 
 __all__ = ["main"]
 
@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         " every memory planner executorch's Cadence compiler builds is cadence_memplan's."
         " CADENCE_MEMPLAN_ALGO=best places every plan with best (the smallest of many plans);"
         " unset, each planner keeps its mem_algo (0 position, 1 heuristic: upstream's exact"
-        " placements; 2 best). The exit code is the script's.",
+        " placements; 2 best). CADENCE_MEMPLAN_REORDER=1 also plans better node orders and"
+        " keeps the best plan (off by default). The exit code is the script's.",
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the script to run")
@@ -66,12 +67,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         algorithm = resolve_patch_algorithm(None)
+        reorder = resolve_patch_reorder(None)
     except ValueError as error:
         parser.error(str(error))
 
     from .patching import patch_cadence
 
-    patch_cadence(algorithm)
+    patch_cadence(algorithm, reorder)
 
     if module is not None:
         sys.argv[:] = [module, *target_args]

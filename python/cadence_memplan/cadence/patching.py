@@ -20,6 +20,8 @@ with ``python -m cadence_memplan.cadence.patch``).
 ``mem_algo`` keeps its meaning: 0 first fit, 1 best fit (both upstream's placements,
 exactly), 2 ``best``. ``algorithm="best"`` (or ``CADENCE_MEMPLAN_ALGO=best``) makes every
 planner place with ``best``, for ``mem_algo`` 0/1 callers who want smaller plans.
+``reorder=True`` (or ``CADENCE_MEMPLAN_REORDER=1``) makes every ``CadenceMemoryPlanning``
+the compiler builds reorder (``reorder=True``: better node orders, the best plan kept).
 
 ``unpatch_cadence()`` puts upstream's exact objects back wherever ours are. Both are
 idempotent. The patch changes module attributes, so it is process-wide, not per thread.
@@ -38,7 +40,14 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
-from . import ALGORITHM_ENV, PATCH_ALGORITHMS, reports, resolve_patch_algorithm
+from . import (
+    ALGORITHM_ENV,
+    PATCH_ALGORITHMS,
+    REORDER_ENV,
+    reports,
+    resolve_patch_algorithm,
+    resolve_patch_reorder,
+)
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .compiler import import_cadence_compiler
 from .memory_planning import CadenceMemoryPlanning
@@ -49,10 +58,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ALGORITHM_ENV",
     "PATCH_ALGORITHMS",
+    "REORDER_ENV",
     "BestCadenceMemoryPlanning",
     "CadencePatch",
     "patch_cadence",
     "patched_algorithm",
+    "patched_reorder",
     "unpatch_cadence",
 ]
 
@@ -81,6 +92,19 @@ class BestCadenceMemoryPlanning(CadenceMemoryPlanning):
         return [best, best, best]
 
 
+class ReorderingCadenceMemoryPlanning(CadenceMemoryPlanning):
+    """Our ``CadenceMemoryPlanning`` with ``reorder=True`` unless told otherwise: what
+    ``patch_cadence(reorder=True)`` installs."""
+
+    reorder_by_default = True
+
+
+class ReorderingBestCadenceMemoryPlanning(BestCadenceMemoryPlanning):
+    """:class:`BestCadenceMemoryPlanning` with ``reorder=True`` unless told otherwise."""
+
+    reorder_by_default = True
+
+
 def _upstream_objects() -> dict[str, Any]:
     return {
         "CadenceMemoryPlanning": upstream_memory_planning.CadenceMemoryPlanning,
@@ -90,25 +114,28 @@ def _upstream_objects() -> dict[str, Any]:
     }
 
 
-# What each name becomes, per patch algorithm.
-_OURS: dict[str, dict[str, Any]] = {
-    "mem_algo": {
-        "CadenceMemoryPlanning": CadenceMemoryPlanning,
-        "PositionBasedGreedyWithHierarchy": PositionBasedGreedyWithHierarchy,
-        "GreedyWithHeuristic": GreedyWithHeuristic,
+# What each name becomes, per patch algorithm and reorder.
+_OURS: dict[tuple[str, bool], dict[str, Any]] = {
+    (algorithm, reorder): {
+        "CadenceMemoryPlanning": {
+            ("mem_algo", False): CadenceMemoryPlanning,
+            ("best", False): BestCadenceMemoryPlanning,
+            ("mem_algo", True): ReorderingCadenceMemoryPlanning,
+            ("best", True): ReorderingBestCadenceMemoryPlanning,
+        }[algorithm, reorder],
+        "PositionBasedGreedyWithHierarchy": (
+            PositionBasedGreedyWithHierarchy if algorithm == "mem_algo" else BestOfHierarchy
+        ),
+        "GreedyWithHeuristic": GreedyWithHeuristic if algorithm == "mem_algo" else BestOfHierarchy,
         "print_memory_planning_info": reports.print_memory_planning_info,
-    },
-    "best": {
-        "CadenceMemoryPlanning": BestCadenceMemoryPlanning,
-        "PositionBasedGreedyWithHierarchy": BestOfHierarchy,
-        "GreedyWithHeuristic": BestOfHierarchy,
-        "print_memory_planning_info": reports.print_memory_planning_info,
-    },
+    }
+    for algorithm in PATCH_ALGORITHMS
+    for reorder in (False, True)
 }
 
 # Upstream's objects, read before anything is patched (module import time).
 _UPSTREAM = _upstream_objects()
-_active: str | None = None
+_active: tuple[str, bool] | None = None
 
 
 def _cadence_modules() -> list[ModuleType]:
@@ -137,8 +164,9 @@ class CadencePatch:
     """What :func:`patch_cadence` returns; as a context manager, leaving the block puts back
     the state from before the call (unpatched, or patched with another algorithm)."""
 
-    def __init__(self, algorithm: str, previous: str | None) -> None:
+    def __init__(self, algorithm: str, reorder: bool, previous: tuple[str, bool] | None) -> None:
         self.algorithm = algorithm
+        self.reorder = reorder
         self._previous = previous
 
     def __enter__(self) -> Self:
@@ -153,19 +181,22 @@ class CadencePatch:
         if self._previous is None:
             unpatch_cadence()
         else:
-            patch_cadence(algorithm=self._previous)
+            patch_cadence(*self._previous)
 
     def __repr__(self) -> str:
-        return f"CadencePatch(algorithm={self.algorithm!r})"
+        return f"CadencePatch(algorithm={self.algorithm!r}, reorder={self.reorder!r})"
 
 
-def patch_cadence(algorithm: str | None = None) -> CadencePatch:
+def patch_cadence(algorithm: str | None = None, reorder: bool | None = None) -> CadencePatch:
     """Make every memory planner executorch's Cadence compiler builds ours.
 
     ``algorithm``: ``"mem_algo"`` keeps each caller's ``mem_algo`` (0 position, 1
     heuristic, both upstream's placements exactly; 2 best); ``"best"`` places every plan
     with ``best``. ``None`` reads ``CADENCE_MEMPLAN_ALGO`` (unset or empty: ``"mem_algo"``).
-    Anything else raises ``ValueError`` and changes nothing.
+    ``reorder``: every ``CadenceMemoryPlanning`` the compiler builds also plans better
+    node orders and keeps the best plan (``reorder=True`` on the class); ``None`` reads
+    ``CADENCE_MEMPLAN_REORDER`` (1 or 0; unset or empty: off). Anything else raises
+    ``ValueError`` and changes nothing.
 
     Imports Cadence's compiler (on Python 3.11 through
     :func:`~cadence_memplan.cadence.compiler.import_cadence_compiler`, which supplies
@@ -174,12 +205,13 @@ def patch_cadence(algorithm: str | None = None) -> CadencePatch:
     """
     global _active
     algorithm = resolve_patch_algorithm(algorithm)
+    reorder = resolve_patch_reorder(reorder)
     import_cadence_compiler()
     previous = _active
     current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
-    _point_names_at(_OURS[algorithm], current)
-    _active = algorithm
-    return CadencePatch(algorithm, previous)
+    _point_names_at(_OURS[algorithm, reorder], current)
+    _active = (algorithm, reorder)
+    return CadencePatch(algorithm, reorder, previous)
 
 
 def unpatch_cadence() -> None:
@@ -192,4 +224,9 @@ def unpatch_cadence() -> None:
 
 def patched_algorithm() -> str | None:
     """The algorithm of the patch in force (``"mem_algo"`` or ``"best"``), or None."""
-    return _active
+    return None if _active is None else _active[0]
+
+
+def patched_reorder() -> bool | None:
+    """Whether the patch in force reorders, or None when not patched."""
+    return None if _active is None else _active[1]

@@ -64,6 +64,7 @@ from .._boundary.upstream import (
     extend_storage_base_lifetimes,
     is_inplace_node,
     is_mutable_buffer,
+    spec_holder,
 )
 
 __all__ = [
@@ -90,17 +91,6 @@ def graph_specs(graph_module: torch.fx.GraphModule) -> Iterator[TensorSpec]:
                 yield specs
             elif isinstance(specs, (list, tuple)):
                 yield from (spec for spec in specs if isinstance(spec, TensorSpec))
-
-
-def spec_holder(spec: TensorSpec) -> TensorSpec:
-    """The spec that holds ``spec``'s placement and lifetime: a view's base.
-
-    exir's ``_ViewSpec`` (memory.view nodes) forwards ``mem_id``, ``mem_offset`` and
-    ``lifetime`` to its base and runs its guards on every attribute read, so the base is
-    read instead (``object.__getattribute__`` reads ``_base`` without the guards)."""
-    while isinstance(spec, ViewSpec):
-        spec = upstream.view_base(spec)
-    return spec
 
 
 @contextlib.contextmanager

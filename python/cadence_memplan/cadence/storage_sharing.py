@@ -7,13 +7,18 @@ memory.view's output lie inside their input; a cat nop's inputs lie inside its o
 Such a tensor overlaps its source by design, so the validator and the peak-live lower
 bound leave it out (counting it would count the same bytes twice). Reads only a graph's
 nodes: importing it needs no executorch.
+
+Cadence's constraint passes turn ``cat``, ``slice_copy`` and ``select_copy`` into those nops
+while they plan, after any reordering (cadence_memplan.schedule), so the reorder's rules
+treat the ops they may become (:func:`may_share_storage_with`) as sharing already.
 """
 
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
-__all__ = ["op_name", "storage_sharing_spec_ids"]
+__all__ = ["may_share_storage_with", "op_name", "storage_sharing_spec_ids"]
 
 _OUTPUT_INSIDE_INPUT = frozenset(
     {
@@ -24,6 +29,11 @@ _OUTPUT_INSIDE_INPUT = frozenset(
     }
 )
 _INPUTS_INSIDE_OUTPUT = frozenset({"aten._cat_nop.out"})
+# What Cadence's constraint passes may rewrite into the nops above.
+_MAY_BECOME_OUTPUT_INSIDE_INPUT = frozenset(
+    {"aten.slice_copy.Tensor_out", "aten.select_copy.int_out"}
+)
+_MAY_BECOME_INPUTS_INSIDE_OUTPUT = frozenset({"aten.cat.out"})
 
 
 def op_name(target: object) -> str:
@@ -31,6 +41,26 @@ def op_name(target: object) -> str:
     if inspect.isfunction(target):  # memory.view and other plain Python ops
         return f"{target.__module__}.{target.__qualname__}"
     return str(target)  # OpOverload / EdgeOpOverload: "namespace.op.overload"
+
+
+def _cat_inputs(node: Any) -> list[Any]:
+    inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
+    return list(inputs)
+
+
+def may_share_storage_with(node: Any) -> list[Any]:
+    """The argument nodes whose storage ``node``'s result lies in (a slice, select,
+    idma_wait or memory.view and their input) or that lie in its storage (a cat and its
+    inputs), now or once Cadence's constraint passes make it a nop; empty for any other
+    node."""
+    if node.op != "call_function":
+        return []
+    name = op_name(node.target)
+    if name in _OUTPUT_INSIDE_INPUT or name in _MAY_BECOME_OUTPUT_INSIDE_INPUT:
+        return list(node.args[:1])
+    if name in _INPUTS_INSIDE_OUTPUT or name in _MAY_BECOME_INPUTS_INSIDE_OUTPUT:
+        return _cat_inputs(node)
+    return []
 
 
 def storage_sharing_spec_ids(graph_module: object) -> set[int]:
@@ -46,6 +76,5 @@ def storage_sharing_spec_ids(graph_module: object) -> set[int]:
         if name in _OUTPUT_INSIDE_INPUT:
             shared.add(id(node.meta.get("spec")))
         elif name in _INPUTS_INSIDE_OUTPUT:
-            inputs = node.args[0] if node.args else node.kwargs.get("tensors", ())
-            shared.update(id(arg.meta.get("spec")) for arg in inputs)
+            shared.update(id(arg.meta.get("spec")) for arg in _cat_inputs(node))
     return shared

@@ -56,6 +56,7 @@ from .printing import (
     print_comparison,
     print_explanation,
     print_placer_comparison,
+    print_reorder,
     print_report,
 )
 
@@ -82,6 +83,15 @@ def add_parser(commands: Any) -> None:
         help="with --algo best, on a model: what to keep in the fast memories, the most bytes"
         " or the most traffic (each tensor's size times 1 + the nodes that read it)"
         " (default: bytes)",
+    )
+    planner.add_argument(
+        "--reorder",
+        action="store_true",
+        help="models only: also plan the graph in better node orders (mutable buffers'"
+        " write-backs moved up, then a search for the order with the fewest bytes alive at"
+        " once), keeping the order whose plan has no larger arena and no fewer bytes in the"
+        " first memory; it changes the program's instruction order, never its results"
+        " (default: the graph's order)",
     )
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
@@ -156,6 +166,8 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     budget_ms = budget_from_arguments(arguments)
+    if arguments.reorder and not what.is_model:
+        raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if arguments.objective is not None:
         if arguments.algo != "best":
             raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
@@ -198,7 +210,7 @@ def _plan(
         ours = plan_input(
             loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
             budget_ms=budget_ms if algorithm == "best" else None,
-            objective=arguments.objective or "bytes", **options,
+            objective=arguments.objective or "bytes", reorder=arguments.reorder, **options,
         )  # fmt: skip
         upstream: list[UpstreamPlan] = []
         if algorithm == "best":
@@ -234,6 +246,8 @@ def _print(
     )
     if ours.lowering is not None:
         print(f"lowering: {ours.lowering} ({LOWERING_DESCRIPTIONS[ours.lowering]})")
+    if ours.reorder is not None:
+        print_reorder(ours.reorder)
     if algorithm == "best":
         print_best_summary(
             table, memories, ours.strategy, ours.placer_seconds, budget_ms,
@@ -266,6 +280,8 @@ def _print(
         from ..analysis.explain import explain_peaks
 
         print_explanation(explain_peaks(table, len(memories)), memories, names)
+        if ours.reorder is not None:
+            print(f"explain reorder: {ours.reorder.moves.describe()}")
         print()
     return same, problem, names
 

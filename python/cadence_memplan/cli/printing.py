@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from ..stats import (
     summed_sizes_per_memory,
 )
 
+if TYPE_CHECKING:
+    from ..schedule import Reorder
+
 __all__ = [
     "Optimality",
     "format_seconds",
@@ -31,6 +34,7 @@ __all__ = [
     "print_diff",
     "print_explanation",
     "print_placer_comparison",
+    "print_reorder",
     "print_report",
     "print_table",
 ]
@@ -133,6 +137,27 @@ class Optimality(NamedTuple):
     kept_bound: int | None
     kept: int | None = None  # What memory 1 keeps, in kept_bound's terms.
     objective: str = "bytes"
+
+
+def print_reorder(reorder: Reorder) -> None:
+    """``--reorder``'s lines: peak-live and the arena in the given order and in the order
+    kept, the lower bound over every legal order and whether the order is proved best."""
+    kept = {
+        "given": "kept the given order (no order planned smaller)",
+        "structural": "kept the structural order (write-backs moved up)",
+        "scheduled": f"kept the scheduler's order ({reorder.strategy})",
+    }[reorder.kept]
+    print(f"reorder: {kept}; {reorder.moves.describe()} ({plural(reorder.units, 'unit')})")
+    print(
+        f"reorder: peak live {reorder.given_peak_live:,} -> {reorder.peak_live:,} B, arena"
+        f" {reorder.given_arena:,} -> {reorder.arena:,} B"
+        f" ({_ratio(reorder.arena, reorder.given_arena)} of the given order's)"
+    )
+    if reorder.proved_optimal:
+        verdict = "the order is proved best: its peak live is at the bound"
+    else:
+        verdict = f"not proved best (its peak live is {_ratio(reorder.peak_live, reorder.lower_bound)} the bound)"
+    print(f"reorder: lower bound over every legal order {reorder.lower_bound:,} B; {verdict}")
 
 
 def _kept_line(name: str, optimality: Optimality) -> str:

@@ -1,5 +1,6 @@
 """A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`, or with
-``greedy`` and :func:`cadence_memplan.exir.best` (``smallest=True``).
+``greedy`` and :func:`cadence_memplan.exir.best` (``smallest=True``), in the graph's order or,
+with ``reorder=True``, in the best order found (:mod:`cadence_memplan.schedule`).
 
 exir's ``MemoryPlanningPass.run`` runs its O(n^2) Python ``Verifier.verify_storage_reuse``
 whenever its algorithm callable is *named* ``greedy`` (``_callable_name``), and whenever
@@ -11,15 +12,21 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, Verifier
+from executorch.exir.memory_planning import (
+    MemoryPlanningAlgorithmSuite,
+    Verifier,
+    update_all_tensors_lifetime,
+)
 from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
 from .._types import Occupancy
+from ..schedule import Reorder, Reordering
 from .planners import greedy
 from .search import best
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
@@ -43,6 +50,31 @@ class _VerifyingMemoryPlanningPass(MemoryPlanningPass):
         return result
 
 
+class _ReorderingMemoryPlanningPass(MemoryPlanningPass):
+    """exir's pass whose algorithm, on the graph it runs on, also plans better orders
+    (:class:`~cadence_memplan.schedule.Reordering`); ``last_reorder`` says what it did."""
+
+    last_reorder: Reorder | None = None
+
+    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
+        algorithm: Callable[..., list[int]] = self.memory_planning_algo
+        reordering = Reordering(algorithm, graph_module, update_all_tensors_lifetime)
+        # exir's run() plans with self.memory_planning_algo: the reordering stands in.
+        setattr(self, "memory_planning_algo", reordering)  # noqa: B010
+        try:
+            result: PassResult = super().run(graph_module, graph_signature)
+        finally:
+            setattr(self, "memory_planning_algo", algorithm)  # noqa: B010
+        self.last_reorder = reordering.result
+        return result
+
+
+class _VerifyingReorderingMemoryPlanningPass(
+    _VerifyingMemoryPlanningPass, _ReorderingMemoryPlanningPass
+):
+    """Both: the better order, then the storage-reuse check."""
+
+
 def memory_planning_pass(
     *,
     alignment: int = ALIGNMENT,
@@ -50,6 +82,7 @@ def memory_planning_pass(
     verify_storage_reuse: bool = False,
     occupancy: Occupancy = "auto",
     smallest: bool = False,
+    reorder: bool = False,
     **kwargs: Any,
 ) -> MemoryPlanningPass:
     """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
@@ -62,6 +95,12 @@ def memory_planning_pass(
     is greedy's unless :func:`cadence_memplan.exir.best` found a smaller plan, and
     never larger. ``best`` has no counterpart of ``allow_overlapping_allocations=False``,
     which is refused with it.
+
+    ``reorder=True`` also plans the graph in better orders (mutable buffers' write-backs
+    moved up, then the scheduler's order: :mod:`cadence_memplan.schedule`) and keeps the
+    order whose plan has the smallest arena, the graph's own on a tie, so the arena is
+    never larger than without it; it changes the program's instruction order, never
+    what it computes. The pass's ``last_reorder`` then says what it did.
 
     ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
     ``greedy`` (same errors), with the C++ check."""
@@ -78,7 +117,12 @@ def memory_planning_pass(
             occupancy=occupancy,
         )
     algorithms = [algorithm, best] if smallest else [algorithm]
-    pass_type = _VerifyingMemoryPlanningPass if verify_storage_reuse else MemoryPlanningPass
+    pass_type = {
+        (False, False): MemoryPlanningPass,
+        (True, False): _VerifyingMemoryPlanningPass,
+        (False, True): _ReorderingMemoryPlanningPass,
+        (True, True): _VerifyingReorderingMemoryPlanningPass,
+    }[verify_storage_reuse, reorder]
     return pass_type(
         memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=algorithms),
         alignment=alignment,
