@@ -50,7 +50,7 @@ from table import format_seconds
 
 import cadence_memplan.exir
 from cadence_memplan.models import build_model, example_calls
-from cadence_memplan.schedule.rules import node_specs, storage_root
+from cadence_memplan.scheduling.rules import node_specs, storage_root
 
 __all__ = ["main"]
 

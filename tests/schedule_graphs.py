@@ -21,8 +21,8 @@ from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.tensor import TensorSpec
 
 import cadence_memplan.exir
-from cadence_memplan.schedule.problem import apply_node_order
-from cadence_memplan.schedule.rules import ALL_RULES, UnitGraph, unit_graph
+from cadence_memplan.scheduling.problem import apply_node_order
+from cadence_memplan.scheduling.rules import ALL_RULES, UnitGraph, unit_graph
 
 
 def adversarial_order(graph: UnitGraph) -> list[int]:

@@ -1,6 +1,6 @@
 """The package's layers: nothing at its root, in ``io/``, ``analysis/`` or ``cli/`` imports
 torch or executorch, so a numpy-only install plans arrays and CSV files. ``cadence/``,
-``exir/``, ``schedule/`` and ``_boundary/`` import executorch; of them only ``cadence/__init__.py`` and
+``exir/``, ``scheduling/`` and ``_boundary/`` import executorch; of them only ``cadence/__init__.py`` and
 the ``-m`` runner ``cadence/patch.py`` must not (the runner refuses a bad
 ``CADENCE_MEMPLAN_ALGO`` before torch loads).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from package_source import PACKAGE, import_origin
 
-NEEDS_EXECUTORCH = ("cadence", "exir", "schedule", "_boundary")
+NEEDS_EXECUTORCH = ("cadence", "exir", "scheduling", "_boundary")
 NUMPY_ONLY_THERE = ("cadence_memplan.cadence", "cadence_memplan.cadence.patch")
 
 _IMPORT_ALL = """

@@ -37,9 +37,9 @@ from cadence_memplan._boundary.upstream import spec_holder
 from cadence_memplan.cadence.lowering import backend_config, lower_exported, memory_config
 from cadence_memplan.io.memories import parse_memory_spec
 from cadence_memplan.models import build_model, example_calls
-from cadence_memplan.schedule import Reordering
-from cadence_memplan.schedule.problem import apply_node_order, schedule_problem, structural_order
-from cadence_memplan.schedule.rules import node_specs, unit_graph
+from cadence_memplan.scheduling import Reordering
+from cadence_memplan.scheduling.problem import apply_node_order, schedule_problem, structural_order
+from cadence_memplan.scheduling.rules import node_specs, unit_graph
 
 runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
 

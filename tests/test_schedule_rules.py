@@ -1,4 +1,4 @@
-"""The reorder's legal-order rules (python/cadence_memplan/schedule/rules.py), one test
+"""The reorder's legal-order rules (python/cadence_memplan/scheduling/rules.py), one test
 (or more) per rule, each able to fail: with the rule left out, the adversarial order
 (tests/schedule_graphs.py: every unit as late as the rules allow) breaks what the test
 holds, an ordering or the values a program computes.
@@ -26,7 +26,7 @@ from schedule_graphs import (
     position,
 )
 
-from cadence_memplan.schedule.rules import ALL_RULES, is_side_effecting, unit_graph
+from cadence_memplan.scheduling.rules import ALL_RULES, is_side_effecting, unit_graph
 
 runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
 

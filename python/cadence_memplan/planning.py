@@ -251,7 +251,7 @@ class InputPlan:
     # which terms those are; with kept_bound (a model's only with one placer call).
     kept: int | None = None
     objective: Objective = "bytes"
-    # A model planned with reorder=True: what the reorder did (cadence_memplan.schedule's
+    # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
     # Reorder: peak-live and arena before and after, the bound, what moved).
     reorder: Any = None
 

@@ -132,7 +132,7 @@ class LoweredPlan:
     # (kept in memory 1, kept_bound) of "best"'s one placer call on a hierarchy, else None
     # (with several calls, no one bound covers the program).
     kept: tuple[int, int] | None = None
-    reorder: Any = None  # with reorder=True: what it did (cadence_memplan.schedule.Reorder)
+    reorder: Any = None  # with reorder=True: what it did (cadence_memplan.scheduling.Reorder)
 
 
 def program_table(

@@ -16,7 +16,7 @@ Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
 constructor instead of failing (or planning garbage) mid-compile, and a run that fails
 puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were. One is
 added, off by default: ``reorder=True`` also plans the graph in better node orders and
-keeps the best plan (:mod:`cadence_memplan.schedule`; ``last_reorder`` says what it did).
+keeps the best plan (:mod:`cadence_memplan.scheduling`; ``last_reorder`` says what it did).
 
 The module also keeps the standalone planning functions of Cadence's memory planning before
 its ``MemoryPlanningAlgo`` classes (``position_based_greedy_with_hierarchy``,
@@ -46,7 +46,7 @@ from torch.fx.passes.infra.pass_base import PassResult
 from .._boundary import upstream
 from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
 from .._validation import is_integer
-from ..schedule import Reorder, Reordering
+from ..scheduling import Reorder, Reordering
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -112,8 +112,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     ``reorder`` (keyword only; default :attr:`reorder_by_default`, False here) also plans
     the graph in better node orders and keeps the order whose plan keeps no fewer bytes in
     memory 1 and has no larger arena, one of them strictly better (the graph's own order
-    otherwise): :class:`cadence_memplan.schedule.Reordering`. After a run,
-    ``last_reorder`` (a :class:`~cadence_memplan.schedule.Reorder`) says what it did.
+    otherwise): :class:`cadence_memplan.scheduling.Reordering`. After a run,
+    ``last_reorder`` (a :class:`~cadence_memplan.scheduling.Reorder`) says what it did.
     """
 
     reorder_by_default = False  # what ``patch_cadence(reorder=True)``'s subclasses change

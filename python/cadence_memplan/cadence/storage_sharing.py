@@ -9,7 +9,7 @@ bound leave it out (counting it would count the same bytes twice). Reads only a 
 nodes: importing it needs no executorch.
 
 Cadence's constraint passes turn ``cat``, ``slice_copy`` and ``select_copy`` into those nops
-while they plan, after any reordering (cadence_memplan.schedule), so the reorder's rules
+while they plan, after any reordering (cadence_memplan.scheduling), so the reorder's rules
 treat the ops they may become (:func:`may_share_storage_with`) as sharing already.
 """
 

@@ -22,7 +22,7 @@ from ..stats import (
 )
 
 if TYPE_CHECKING:
-    from ..schedule import Reorder
+    from ..scheduling import Reorder
 
 __all__ = [
     "Optimality",
@@ -529,11 +529,11 @@ def print_diff(
         change = pair[1] - pair[0]
         return f"{change:+,}" if change else "0"
 
-    def memory_name(change: MemoryChange) -> str:
+    def memory_name(memory: MemoryChange) -> str:
         """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
-        names = [m.name for m in (change.before, change.after) if m is not None]
+        names = [m.name for m in (memory.before, memory.after) if m is not None]
         if not names:  # plan CSVs list no memories
-            return str(change.mem_id)
+            return str(memory.mem_id)
         return names[0] if len(set(names)) == 1 else "/".join(names)
 
     def side_name(memory: Memory | None, mem_id: int) -> str:

@@ -1,6 +1,6 @@
 """A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`, or with
 ``greedy`` and :func:`cadence_memplan.exir.best` (``smallest=True``), in the graph's order or,
-with ``reorder=True``, in the best order found (:mod:`cadence_memplan.schedule`).
+with ``reorder=True``, in the best order found (:mod:`cadence_memplan.scheduling`).
 
 exir's ``MemoryPlanningPass.run`` runs its O(n^2) Python ``Verifier.verify_storage_reuse``
 whenever its algorithm callable is *named* ``greedy`` (``_callable_name``), and whenever
@@ -26,7 +26,7 @@ from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
 from .._types import Occupancy
-from ..schedule import Reorder, Reordering
+from ..scheduling import Reorder, Reordering
 from .planners import greedy
 from .search import best
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
@@ -52,7 +52,7 @@ class _VerifyingMemoryPlanningPass(MemoryPlanningPass):
 
 class _ReorderingMemoryPlanningPass(MemoryPlanningPass):
     """exir's pass whose algorithm, on the graph it runs on, also plans better orders
-    (:class:`~cadence_memplan.schedule.Reordering`); ``last_reorder`` says what it did."""
+    (:class:`~cadence_memplan.scheduling.Reordering`); ``last_reorder`` says what it did."""
 
     last_reorder: Reorder | None = None
 
@@ -97,7 +97,7 @@ def memory_planning_pass(
     which is refused with it.
 
     ``reorder=True`` also plans the graph in better orders (mutable buffers' write-backs
-    moved up, then the scheduler's order: :mod:`cadence_memplan.schedule`) and keeps the
+    moved up, then the scheduler's order: :mod:`cadence_memplan.scheduling`) and keeps the
     order whose plan has the smallest arena, the graph's own on a tie, so the arena is
     never larger than without it; it changes the program's instruction order, never
     what it computes. The pass's ``last_reorder`` then says what it did.
