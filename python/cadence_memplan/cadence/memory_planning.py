@@ -48,8 +48,7 @@ from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreed
 from .graph_code import deferred_recompile
 from .planning_pass import (
     graph_specs,
-    has_control_flow,
-    plan_single_graph,
+    plan_graph,
     signature_with_maps,
     spec_holder,
     views_checked_once,
@@ -168,10 +167,16 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         - exir gets a signature whose name maps are built once instead of per use;
         - views (exir's ``_ViewSpec``) run their guards once, after the pass, instead of
           on every read;
-        - a graph without control flow (all Cadence lowers) goes through
-          :func:`~cadence_memplan.cadence.planning_pass.plan_single_graph`: exir's and
-          Cadence's functions in upstream's order, lifetimes in one walk, no second
-          ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
+        - the steps are :func:`~cadence_memplan.cadence.planning_pass.plan_graph`'s:
+          exir's and Cadence's functions in upstream's order, lifetimes in one walk, no
+          second ``PassManager`` check.
+
+        One thing differs in what, on purpose, and only for graphs with control flow
+        (cond, while, map, scan): upstream's placers ignore the submodules' arenas, so
+        its plan lets the graph's tensors and later submodules overwrite what a
+        submodule holds while the graph still needs it (the bug of executorch #21490,
+        and more). Ours plans each submodule around the outputs still alive when it runs
+        and the graph's tensors around the submodules (docs/cadence.md).
 
         With an executorch outside the tested range
         (:mod:`~cadence_memplan._boundary.upstream`), every graph runs upstream's
@@ -188,16 +193,13 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                 result: PassResult = super().run(graph_module, graph_signature)
                 return result
             with deferred_recompile(graph_module), views_checked_once(graph_module):
-                if has_control_flow(graph_module):
-                    super().run(graph_module, signature)
-                else:
-                    plan_single_graph(
-                        self.algo,
-                        graph_module,
-                        signature,
-                        self.alloc_graph_input,
-                        self.alloc_graph_output,
-                    )
+                plan_graph(
+                    self.algo,
+                    graph_module,
+                    signature,
+                    self.alloc_graph_input,
+                    self.alloc_graph_output,
+                )
         except BaseException:
             snapshot.restore()
             raise
