@@ -36,7 +36,7 @@ def blocks(language: str, pages: list[Path] = PAGES) -> list[tuple[str, str]]:
 
 def needs_executorch(code: str) -> bool:
     """A snippet that imports executorch or uses a name the package loads from it."""
-    return "executorch" in code or any(name in code for name in cadence_memplan._CADENCE_NAMES)
+    return "executorch" in code or any(name in code for name in cadence_memplan._EXECUTORCH_NAMES)
 
 
 @pytest.mark.parametrize(

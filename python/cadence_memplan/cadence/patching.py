@@ -27,9 +27,8 @@ idempotent. The patch changes module attributes, so it is process-wide, not per 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from executorch.backends.cadence.aot import memory_planning as upstream_memory_planning
@@ -38,6 +37,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
+from .._boundary.module_names import point_names_at
 from . import ALGORITHM_ENV, PATCH_ALGORITHMS, reports, resolve_patch_algorithm
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .compiler import import_cadence_compiler
@@ -111,24 +111,6 @@ _UPSTREAM = _upstream_objects()
 _active: str | None = None
 
 
-def _cadence_modules() -> list[ModuleType]:
-    return [
-        module
-        for name, module in list(sys.modules.items())
-        if name == _PACKAGE or name.startswith(_PACKAGE + ".")
-    ]
-
-
-def _point_names_at(replacements: dict[str, Any], current: dict[str, set[int]]) -> None:
-    """In every loaded Cadence module, each name holding an object in ``current[name]``
-    (by identity) now holds ``replacements[name]``."""
-    for module in _cadence_modules():
-        namespace = getattr(module, "__dict__", {})  # sys.modules may hold stand-ins
-        for name, replacement in replacements.items():
-            if name in namespace and id(namespace[name]) in current[name]:
-                setattr(module, name, replacement)
-
-
 def _all_ours() -> dict[str, set[int]]:
     return {name: {id(ours[name]) for ours in _OURS.values()} for name in _UPSTREAM}
 
@@ -177,7 +159,7 @@ def patch_cadence(algorithm: str | None = None) -> CadencePatch:
     import_cadence_compiler()
     previous = _active
     current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
-    _point_names_at(_OURS[algorithm], current)
+    point_names_at(_PACKAGE, _OURS[algorithm], current)
     _active = algorithm
     return CadencePatch(algorithm, previous)
 
@@ -186,7 +168,7 @@ def unpatch_cadence() -> None:
     """Put upstream's objects back wherever ``patch_cadence`` put ours (a no-op when not
     patched)."""
     global _active
-    _point_names_at(_UPSTREAM, _all_ours())
+    point_names_at(_PACKAGE, _UPSTREAM, _all_ours())
     _active = None
 
 
