@@ -45,7 +45,12 @@ from executorch.backends.cadence.aot.memory_planning import (
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig, get_default_memory_config
-from executorch.exir import EdgeProgramManager, ExecutorchProgramManager, to_edge
+from executorch.exir import (
+    EdgeProgramManager,
+    ExecutorchBackendConfig,
+    ExecutorchProgramManager,
+    to_edge,
+)
 from executorch.exir.error import InternalError
 from executorch.exir.memory_planning import Verifier
 
@@ -73,6 +78,8 @@ OUR_PASSES: dict[str, Callable[[], Any]] = {
     "smallest": lambda: cadence_memplan.exir.memory_planning_pass(smallest=True),
     "verified": lambda: cadence_memplan.exir.memory_planning_pass(verify_storage_reuse=True),
     "scan": lambda: cadence_memplan.exir.memory_planning_pass(occupancy="scan"),
+    # As #21490 planned its reproduction: graph inputs left to the caller.
+    "inputs-unplanned": lambda: cadence_memplan.exir.memory_planning_pass(alloc_graph_input=False),
 }
 
 
@@ -111,11 +118,19 @@ def top_graph(program: ExecutorchProgramManager) -> torch.fx.GraphModule:
     return graph_module
 
 
-def storage_reuse_problem(program: ExecutorchProgramManager) -> str | None:
-    """``cadence_memplan.exir.verify_storage_reuse`` on the planned program (exir's
-    default pass's flags), or its error."""
+def storage_reuse_problem(program: ExecutorchProgramManager, planning: Any = None) -> str | None:
+    """``cadence_memplan.exir.verify_storage_reuse`` on the planned program, as
+    ``planning`` (None: exir's default pass) planned it, or its error."""
+    if planning is None:
+        planning = ExecutorchBackendConfig().memory_planning_pass
     exported = program.exported_program()
-    verifier = Verifier(exported.graph_module, True, True, True, exported.graph_signature)
+    verifier = Verifier(
+        exported.graph_module,
+        planning.alloc_graph_input,
+        planning.alloc_graph_output,
+        planning.alloc_mutable_buffers,
+        exported.graph_signature,
+    )
     try:
         cadence_memplan.exir.verify_storage_reuse(verifier)
     except InternalError as error:
@@ -138,11 +153,12 @@ def check_exir_flow(name: str, edge_of: Any, modes: tuple[str, ...]) -> Executor
         assert storage_reuse_problem(exirs) is not None, name
     for mode in modes:
         module, edge = edge_of(name, "exir")
-        ours = exir_program(edge, module, OUR_PASSES[mode]())
+        planning = OUR_PASSES[mode]()
+        ours = exir_program(edge, module, planning)
         found = outcomes(module, ours)
         assert [outcome.equal for outcome in found] == [True, True], (name, mode, found)
         assert validate_control_flow(top_graph(ours)) is None
-        assert storage_reuse_problem(ours) is None
+        assert storage_reuse_problem(ours, planning) is None
         if exir_problem is None and mode == "default":
             assert bytes(ours.buffer) == bytes(exirs.buffer), name
     return exirs
@@ -206,8 +222,21 @@ def cadence_program(name: str, edge_of: Any, planning: Any) -> tuple[torch.nn.Mo
     return module, edge.to_executorch(config)
 
 
-@pytest.mark.parametrize("config", CADENCE_CONFIGS)
-@pytest.mark.parametrize("mem_algo", [0, 1, 2], ids=["position", "heuristic", "best"])
+# (mem_algo, memory config): every placer on the default config; on the two-memory one
+# best fit (the heuristic reads the already-placed bytes in offset order) and best.
+CADENCE_PLANS = [
+    (0, "default"),
+    (1, "default"),
+    (2, "default"),
+    (1, "two-memories"),
+    (2, "two-memories"),
+]
+MEM_ALGOS = {0: "position", 1: "heuristic", 2: "best"}
+
+
+@pytest.mark.parametrize(
+    ("mem_algo", "config"), CADENCE_PLANS, ids=[f"{MEM_ALGOS[a]}-{c}" for a, c in CADENCE_PLANS]
+)
 @pytest.mark.parametrize("name", CADENCE_PROGRAMS)
 def test_cadence_compiler_plans_are_right(
     name: str, mem_algo: int, config: str, edge_of: Any

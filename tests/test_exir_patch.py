@@ -19,6 +19,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -89,20 +90,6 @@ def unpatched() -> Iterator[None]:
     cadence_memplan.unpatch_exir()
 
 
-@pytest.fixture
-def core_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry per call of the C++ shared-object packing (exir's greedy in C++)."""
-    calls: list[int] = []
-    packing = records.pack_shared_objects
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return packing(*args, **kwargs)
-
-    monkeypatch.setattr(records, "pack_shared_objects", counted)
-    return calls
-
-
 # --------------------------------------------------------------------------- the switch
 
 
@@ -125,11 +112,11 @@ def test_patch_and_unpatch_are_idempotent() -> None:
     cadence_memplan.patch_exir()
     cadence_memplan.patch_exir()
     assert names_hold(OURS)
-    assert patching.patched() is False
+    assert patching.patched_smallest() is False
     cadence_memplan.unpatch_exir()
     cadence_memplan.unpatch_exir()
     assert names_hold(EXIRS)
-    assert patching.patched() is None
+    assert patching.patched_smallest() is None
 
 
 def test_context_manager_puts_back_the_state_before_it() -> None:
@@ -177,17 +164,19 @@ def mlp_edge() -> Any:
     return to_edge(torch.export.export(model, inputs))
 
 
-def test_a_plain_to_executorch_plans_with_ours(core_calls: list[int]) -> None:
+def test_a_plain_to_executorch_plans_with_ours() -> None:
     """No control flow: exir's program byte for byte, the C++ core called only patched."""
     edge = mlp_edge()
-    exirs = copy.deepcopy(edge).to_executorch()
-    assert core_calls == []
-    with cadence_memplan.patch_exir():
-        ours = copy.deepcopy(edge).to_executorch()
-        assert core_calls
-        passed = copy.deepcopy(edge).to_executorch(
-            ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass())
-        )
+    packing = mock.patch.object(records, "pack_shared_objects", wraps=records.pack_shared_objects)
+    with packing as core:
+        exirs = copy.deepcopy(edge).to_executorch()
+        assert core.call_count == 0
+        with cadence_memplan.patch_exir():
+            ours = copy.deepcopy(edge).to_executorch()
+            assert core.call_count > 0
+            passed = copy.deepcopy(edge).to_executorch(
+                ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass())
+            )
     assert bytes(ours.buffer) == bytes(exirs.buffer) == bytes(passed.buffer)
 
 
@@ -286,6 +275,8 @@ def test_runner_runs_an_unchanged_script(tmp_path: Path, smallest: bool) -> None
 
 
 def test_runner_runs_a_module_and_explains_its_usage(tmp_path: Path) -> None:
+    """The command line is Cadence's runner's (_runner.py; tests/test_patch.py checks the
+    rest of it), with --smallest."""
     (tmp_path / "exporter_module.py").write_text(
         "import sys\nfrom executorch.exir import memory_planning\n"
         "print(__name__, sys.argv[1:], memory_planning.greedy.__module__)\nsys.exit(5)\n"
@@ -295,9 +286,6 @@ def test_runner_runs_a_module_and_explains_its_usage(tmp_path: Path) -> None:
     )
     assert module.returncode == 5, module.stderr
     assert module.stdout.strip() == "__main__ ['a', '-b'] cadence_memplan.exir.planners"
-    nothing = python("-m", "cadence_memplan.exir.patch")
-    assert nothing.returncode == 2
-    assert "give a SCRIPT to run, or -m MODULE" in nothing.stderr
     unknown = python("-m", "cadence_memplan.exir.patch", "--fast", tmp_path / "x.py")
     assert unknown.returncode == 2
     assert "unknown option --fast" in unknown.stderr

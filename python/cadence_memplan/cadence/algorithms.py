@@ -202,8 +202,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             as_int64("already-placed mem_ids", placed_mem_ids),
             read_placed.offsets,
         )
-        # What the graph's control-flow submodules hold (planning_pass.py's _plan_scope)
-        # is placed already too. The heuristic scans a memory's placed tensors in list
+        # What the graph's control-flow submodules hold (planning_pass.py's
+        # _plan_around_submodules) is placed already too. The heuristic scans a memory's placed tensors in list
         # order, which upstream keeps sorted by offset: all of them are given so.
         reserved = reserved_bytes(graph_module)
         held = 0 if reserved is None else len(reserved.starts)

@@ -27,9 +27,9 @@ idempotent. The patch changes module attributes, so it is process-wide, not per 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executorch.backends.cadence.aot import memory_planning as upstream_memory_planning
 from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass
@@ -37,14 +37,11 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
-from .._boundary.module_names import point_names_at
+from .._boundary.module_names import PatchHandle, point_names_at
 from . import ALGORITHM_ENV, PATCH_ALGORITHMS, reports, resolve_patch_algorithm
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .compiler import import_cadence_compiler
 from .memory_planning import CadenceMemoryPlanning
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = [
     "ALGORITHM_ENV",
@@ -115,27 +112,17 @@ def _all_ours() -> dict[str, set[int]]:
     return {name: {id(ours[name]) for ours in _OURS.values()} for name in _UPSTREAM}
 
 
-class CadencePatch:
+class CadencePatch(PatchHandle):
     """What :func:`patch_cadence` returns; as a context manager, leaving the block puts back
     the state from before the call (unpatched, or patched with another algorithm)."""
 
     def __init__(self, algorithm: str, previous: str | None) -> None:
+        super().__init__(
+            unpatch_cadence
+            if previous is None
+            else functools.partial(patch_cadence, algorithm=previous)
+        )
         self.algorithm = algorithm
-        self._previous = previous
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._previous is None:
-            unpatch_cadence()
-        else:
-            patch_cadence(algorithm=self._previous)
 
     def __repr__(self) -> str:
         return f"CadencePatch(algorithm={self.algorithm!r})"

@@ -67,6 +67,7 @@ from .._boundary import upstream
 from .._boundary.control_flow import (
     ArenaDoesNotFit,
     ArenaPlacer,
+    HigherOrderNode,
     higher_order_nodes,
     reserving,
 )
@@ -387,16 +388,12 @@ def _plan_scope(
     outside: list[tuple[int, int, int]],
 ) -> list[int]:
     """exir's ``apply_algo`` for one memory pool (base memory id 1, so exir's remap of the
-    placer's mem ids leaves them as they are), with its submodules planned in graph
-    order: each higher-order op's submodules avoid, besides ``outside`` (``(mem_id, low,
-    high)``: bytes the enclosing graphs need while this one runs), the outputs of
-    earlier ops still alive when it runs, so their arenas stay where the placer put them
-    (``ArenaPlacer`` moves one only where the placer could not avoid them, as for pinned
-    offsets, or fails); then the graph's own tensors are placed around what the
-    submodules hold, while they hold it. Upstream's placers ignore the submodules'
-    arenas (exir's ``input_mem_buffer_sizes``), so upstream's plan of a graph with
-    control flow lets the graph's tensors overwrite a running submodule's. Returns the
-    graph's buffer sizes."""
+    placer's mem ids leaves them as they are); returns the graph's buffer sizes. A graph
+    with control flow, or inside one (``outside``: ``(mem_id, low, high)`` bytes its
+    enclosing graphs need while it runs), is planned around its submodules
+    (:func:`_plan_around_submodules`): upstream's placers ignore the submodules' arenas
+    (exir's ``input_mem_buffer_sizes``), so upstream's plan of such a graph lets its
+    tensors overwrite a running submodule's."""
     update_lifetimes(graph_module, graph_signature)
     specs = list(
         collect_specs_from_nodes(
@@ -408,6 +405,39 @@ def _plan_scope(
             ignore_mutable_buffers=False,
         )
     )
+    hops = higher_order_nodes(graph_module)
+    extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
+    if not hops and not outside:  # all Cadence lowers: nothing to plan around
+        graph_module.input_mem_buffer_sizes = []  # type: ignore[assignment]
+        bufsizes = algo(alignment, specs, graph_module, graph_signature, extra_padding)
+    else:
+        bufsizes = _plan_around_submodules(
+            algo, alignment, specs, graph_module, graph_signature, extra_padding, hops, outside
+        )
+    buffer_sizes = [0, *bufsizes[1:]]  # index 0 is the constants', as apply_algo reserves it
+    if len(buffer_sizes) < 2:
+        buffer_sizes.append(0)
+    insert_calls_to_free(graph_module, specs)
+    graph_module.meta["non_const_buffer_sizes"] = buffer_sizes
+    return buffer_sizes
+
+
+def _plan_around_submodules(
+    algo: Any,
+    alignment: int,
+    specs: list[TensorSpec],
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    extra_padding: int,
+    hops: list[HigherOrderNode],
+    outside: list[tuple[int, int, int]],
+) -> list[int]:
+    """:func:`_plan_scope`'s placer call for a graph with submodules, or inside one: each
+    higher-order op's submodules planned in graph order, around ``outside`` and the
+    outputs of earlier ops still alive when it runs, so that their arenas stay where the
+    placer put them (``ArenaPlacer`` moves one only where the placer could not avoid
+    those bytes, as for pinned offsets, or fails); then the graph's own tensors placed
+    around what the submodules and the enclosing graphs hold, while they hold it."""
     config = algo.memory_config
     placer = ArenaPlacer(
         graph_module,
@@ -415,7 +445,7 @@ def _plan_scope(
         lambda mem_id: int(config.memory_sizes[mem_id - 1]),
         outside,
     )
-    for hop in higher_order_nodes(graph_module):
+    for hop in hops:
         for _, submodule in hop.submodules:
             submodule.meta["non_const_buffer_sizes"] = _plan_scope(
                 algo, alignment, submodule, graph_signature,
@@ -427,17 +457,7 @@ def _plan_scope(
             raise MemoryPlanningAlgoFailure(f"{error}; memory config: {config}") from error
     arenas = placer.arenas()
     graph_module.input_mem_buffer_sizes = arenas.ends  # type: ignore[assignment]
-    extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
-    if not len(arenas.reserved.starts):
-        bufsizes = algo(alignment, specs, graph_module, graph_signature, extra_padding)
-    else:
-        with reserving(graph_module, arenas.reserved):
-            bufsizes = algo(alignment, specs, graph_module, graph_signature, extra_padding)
-        ends = arenas.ends + [0] * (len(bufsizes) - len(arenas.ends))
-        bufsizes = [max(size, end) for size, end in zip(bufsizes, ends, strict=False)]
-    buffer_sizes = [0, *bufsizes[1:]]  # index 0 is the constants', as apply_algo reserves it
-    if len(buffer_sizes) < 2:
-        buffer_sizes.append(0)
-    insert_calls_to_free(graph_module, specs)
-    graph_module.meta["non_const_buffer_sizes"] = buffer_sizes
-    return buffer_sizes
+    with reserving(graph_module, arenas.reserved):
+        bufsizes: list[int] = algo(alignment, specs, graph_module, graph_signature, extra_padding)
+    ends = arenas.ends + [0] * (len(bufsizes) - len(arenas.ends))
+    return [max(size, end) for size, end in zip(bufsizes, ends, strict=False)]

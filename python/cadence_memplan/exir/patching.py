@@ -32,23 +32,20 @@ the patch changes module attributes, so it is process-wide, not per thread.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executorch.exir import ExecutorchBackendConfig
 from executorch.exir import banked_memory_planning as exir_banked
 from executorch.exir import memory_planning as exir_planning
 
-from .._boundary.module_names import point_names_at
+from .._boundary.module_names import PatchHandle, point_names_at
 from .planners import BankedGreedy, exir_greedy, greedy
 from .search import best
 from .suite import MemoryPlanningAlgorithmSuite
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
-
-__all__ = ["ExirPatch", "patch_exir", "patched", "unpatch_exir"]
+__all__ = ["ExirPatch", "patch_exir", "patched_smallest", "unpatch_exir"]
 
 _PACKAGE = "executorch"
 
@@ -102,27 +99,15 @@ def _set_default_algorithm(smallest: bool | None) -> None:
         _DEFAULT_PASS.memory_planning_algo = _OURS[smallest]["MemoryPlanningAlgorithmSuite"]()
 
 
-class ExirPatch:
+class ExirPatch(PatchHandle):
     """What :func:`patch_exir` returns; as a context manager, leaving the block puts back
     the state from before the call (unpatched, or patched with the other ``smallest``)."""
 
     def __init__(self, smallest: bool, previous: bool | None) -> None:
+        super().__init__(
+            unpatch_exir if previous is None else functools.partial(patch_exir, smallest=previous)
+        )
         self.smallest = smallest
-        self._previous = previous
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._previous is None:
-            unpatch_exir()
-        else:
-            patch_exir(smallest=self._previous)
 
     def __repr__(self) -> str:
         return f"ExirPatch(smallest={self.smallest!r})"
@@ -158,6 +143,6 @@ def unpatch_exir() -> None:
     _active = None
 
 
-def patched() -> bool | None:
+def patched_smallest() -> bool | None:
     """The ``smallest`` of the patch in force, or None when exir is not patched."""
     return _active
