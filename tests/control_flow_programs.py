@@ -3,8 +3,8 @@ eager (needs torch and executorch).
 
 - :data:`FAMILY`: the five programs of issue 40 (consecutive conds, a cond nested in a
   branch, a cond then a map, a cond over a mutable buffer, a chain of five), each with
-  its outputs alive when the next higher-order op runs, and :class:`Issue21490`,
-  executorch #21490's reproduction.
+  its outputs alive when the next higher-order op runs; :class:`CondThenScan`, the same
+  with a scan; and :class:`Issue21490`, executorch #21490's reproduction.
 - :func:`generate`: a random program of 1 to 5 conds and maps, nested up to 2 levels
   below the top graph, each output kept alive to the end or consumed at once; the same
   seed gives the same program.
@@ -33,6 +33,7 @@ from executorch.exir import ExecutorchBackendConfig, ExecutorchProgramManager
 from executorch.exir._warnings import ExperimentalWarning
 from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
 from functorch.experimental.control_flow import map as torch_map
+from torch._higher_order_ops.scan import scan
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", ExperimentalWarning)  # on import: "This API is experimental"
@@ -113,6 +114,21 @@ class ChainOfFive(torch.nn.Module):
             )
             outputs.append(value)
         return tuple(outputs)
+
+
+class CondThenScan(torch.nn.Module):
+    """A cond, then a scan (a running sum over the rows) while the cond's output lives."""
+
+    def forward(self, x: torch.Tensor, flag: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        p = flag > 0
+        a = torch.cond(p, lambda v: v * 2.0, lambda v: v + 5.0, [x])
+
+        def step(carry: torch.Tensor, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            total = carry + row
+            return total, total * 2.0
+
+        final, rows = scan(step, torch.zeros(4), x)
+        return a, final, rows
 
 
 class Issue21490(torch.nn.Module):

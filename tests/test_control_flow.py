@@ -33,6 +33,7 @@ pytest.importorskip(
 import torch
 from control_flow_programs import (
     FAMILY,
+    CondThenScan,
     Generated,
     Issue21490,
     backend_config,
@@ -66,7 +67,11 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Mutation on a buffer in the model is detected:UserWarning"),
 ]
 
-PROGRAMS: dict[str, Callable[[], torch.nn.Module]] = {**FAMILY, "issue-21490": Issue21490}
+PROGRAMS: dict[str, Callable[[], torch.nn.Module]] = {
+    **FAMILY,
+    "cond-then-scan": CondThenScan,
+    "issue-21490": Issue21490,
+}
 # Generated programs: a handful by default (each needs an export and a lowering per mode),
 # more with -m slow.
 SEEDS = (0, 1, 3, 9)
@@ -166,9 +171,10 @@ def check_exir_flow(name: str, edge_of: Any, modes: tuple[str, ...]) -> Executor
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_exirs_plan_is_wrong_and_flagged_where_ours_is_right(name: str, edge_of: Any) -> None:
-    """The issue's family and #21490: exir's default program gives wrong values (for
-    both outcomes, but the reproduction's second, whose branch takes the buffer) and both
-    checks say which tensor is overwritten; ours, in every mode, computes eager's."""
+    """The five programs, a cond then a scan, and #21490: exir's default program gives
+    wrong values (for both outcomes, but the reproduction's second, whose branch takes
+    the buffer) and both checks say which tensor is overwritten; ours, in every mode,
+    computes eager's."""
     exirs = check_exir_flow(name, edge_of, tuple(OUR_PASSES))
     module = module_of(name)
     wrong = [not outcome.equal for outcome in outcomes(module, exirs)]

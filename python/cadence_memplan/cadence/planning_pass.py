@@ -29,9 +29,10 @@ control flow (all Cadence lowers) it differs in how, never in what:
 A graph with cond, while, map or scan nodes is planned differently on purpose: upstream's
 placers ignore the submodules' arenas (exir's ``input_mem_buffer_sizes``), so upstream's
 plan lets the graph's tensors, and later submodules, overwrite what a submodule holds
-while the graph still needs it. :func:`_plan_scope` plans the submodules in graph order,
-each around the outputs of earlier ones still alive when it runs, and the graph's own
-tensors around what the submodules hold while they hold it (``_boundary/control_flow.py``).
+while the graph still needs it. :func:`_plan_around_submodules` plans the submodules in
+graph order, each around the outputs of earlier ones still alive when it runs, and the
+graph's own tensors around what the submodules hold while they hold it
+(``_boundary/control_flow.py``).
 
 The caller (``CadenceMemoryPlanning.run``), on every graph, also defers ``recompile()``
 (:mod:`.graph_code`), hands exir a signature whose name maps are computed once
