@@ -8,8 +8,8 @@ tests/test_spec_boundary.py holds it so), one function per job: Cadence's drop-i
 :func:`saved_alignments`/:func:`restore_alignments`, :func:`exir_result`), exir's
 storage-reuse check (:func:`read_reuse_specs`), the reports and plan tables
 (:func:`read_placements`, :func:`placed_mask`, :func:`allocated_sizes`), submodule arenas
-placed in their parent (:func:`shift_offsets`), the pass's
-snapshots (:func:`save_placements`/:func:`restore_placements`) and its lifetime check
+placed in their parent (:func:`shift_offsets`), the pass's snapshots
+(:func:`save_placements`/:func:`restore_placements`) and its lifetime check
 (:func:`require_lifetimes`). Each reads one attribute of every spec per C-level pass
 (:func:`column`) and writes by one (:func:`set_column`).
 
