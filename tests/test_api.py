@@ -163,7 +163,7 @@ def test_import_exposes_only_the_public_names():
         for name, value in vars(cadence_memplan).items()
         if not name.startswith("_") and not inspect.ismodule(value)
     }
-    assert leaked == set(cadence_memplan.__all__) - set(cadence_memplan._CADENCE_NAMES) - {
+    assert leaked == set(cadence_memplan.__all__) - set(cadence_memplan._EXECUTORCH_NAMES) - {
         "__version__"
     }
 

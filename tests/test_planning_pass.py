@@ -2,9 +2,10 @@
 
 Our ``CadenceMemoryPlanning.run`` cuts what upstream's pass wraps around ``plan()``; these
 tests hold it to upstream's: the same ``.pte`` bytes on the zoo's models (both lowerings,
-both exact placers, a model with a mutable buffer, one with control flow, which takes
-upstream's own path), every tensor's lifetime equal to exir's, and the graph module's
-code regenerated on its next use, never inside the pass.
+both exact placers, a model with a mutable buffer), every tensor's lifetime equal to
+exir's, and the graph module's code regenerated on its next use, never inside the pass.
+On a model with control flow ours differs, on purpose: upstream's plan lets the branch
+overwrite the cond's input (tests/test_control_flow.py runs such programs).
 """
 
 from __future__ import annotations
@@ -43,15 +44,13 @@ from executorch.exir.memory_planning import (
 from executorch.exir.tensor import TensorSpec
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
+from cadence_memplan import validate_control_flow
 from cadence_memplan._boundary import upstream as _upstream
+from cadence_memplan._boundary.control_flow import has_control_flow
 from cadence_memplan.cadence import graph_code, memory_planning
 from cadence_memplan.cadence.lowering import backend_config, export_model, lower_exported
 from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
-from cadence_memplan.cadence.planning_pass import (
-    has_control_flow,
-    signature_with_maps,
-    update_lifetimes,
-)
+from cadence_memplan.cadence.planning_pass import signature_with_maps, update_lifetimes
 from cadence_memplan.models import MODELS, build_model
 
 pytestmark = [
@@ -133,13 +132,13 @@ def test_same_program_as_upstreams_pass(
 ) -> None:
     name, lowering = case
     fast_runs: list[int] = []
-    fast_path = memory_planning.plan_single_graph
+    fast_path = memory_planning.plan_graph
 
     def counted(*args: Any) -> None:
         fast_runs.append(1)
         fast_path(*args)
 
-    monkeypatch.setattr(memory_planning, "plan_single_graph", counted)
+    monkeypatch.setattr(memory_planning, "plan_graph", counted)
     programs = {}
     for label, planner in (
         ("upstream", UpstreamCadenceMemoryPlanning),
@@ -147,10 +146,19 @@ def test_same_program_as_upstreams_pass(
     ):
         planning = planner(get_default_memory_config(), CompileMode.DEFAULT, mem_algo)
         program = lowered_program(name, lowering).to_executorch(backend_config(lowering, planning))
-        programs[label] = bytes(program.buffer)
-    assert programs["ours"] == programs["upstream"]
-    # Graphs with control flow take upstream's run(); every other graph the fast one.
-    assert fast_runs == ([] if name == "cond" else [1])
+        programs[label] = program
+    if name == "cond":
+        theirs = programs["upstream"].exported_program().graph_module
+        ours = programs["ours"].exported_program().graph_module
+        # Upstream's placers ignore the branches' arenas: its plan puts the branch's
+        # tensors on the cond's input, alive while they run. Ours differs, and is right.
+        problem = validate_control_flow(theirs)
+        assert problem is not None
+        assert "overwrites" in problem
+        assert validate_control_flow(ours) is None
+    else:
+        assert bytes(programs["ours"].buffer) == bytes(programs["upstream"].buffer)
+    assert fast_runs == [1]
 
 
 @pytest.mark.parametrize(
@@ -191,7 +199,7 @@ def test_an_untested_executorch_runs_upstreams_own_pass(
         raise AssertionError("a fast path ran on an untested executorch")
 
     monkeypatch.setattr(_upstream, "_SUPPORTED", False)
-    for name in ("plan_single_graph", "deferred_recompile", "views_checked_once"):
+    for name in ("plan_graph", "deferred_recompile", "views_checked_once"):
         monkeypatch.setattr(memory_planning, name, never)
     name, lowering = CASES[0]
     programs = {}
@@ -261,7 +269,7 @@ def lifetimes(graph_module: torch.fx.GraphModule) -> list[tuple[str, int, Any, A
     return rows
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] != "cond"], ids=case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_lifetimes_are_exirs(case: tuple[str, str], lowered_program: Lowered) -> None:
     name, lowering = case
     results: dict[str, Any] = {}

@@ -2,7 +2,7 @@
 ``__all__`` of ``cadence_memplan``, ``cadence_memplan.exir`` and ``cadence_memplan.io``.
 Every such name is documented; every ``cadence_memplan.X`` in the user pages' code
 blocks (what a user copies) and in python-api.md's text resolves to a public name or the
-patch's ``-m`` runner. Other pages may name internal modules to explain where something
+patches' ``-m`` runners. Other pages may name internal modules to explain where something
 happens. Source and docs are read; nothing needs executorch.
 """
 
@@ -27,7 +27,7 @@ USER_PAGES = (
     "docs/cadence.md",
     "docs/exir.md",
 )
-RUNNER = "cadence_memplan.cadence.patch"
+RUNNERS = {"cadence_memplan.cadence.patch", "cadence_memplan.exir.patch"}
 
 
 def declared_all(path: Path) -> list[str]:
@@ -64,7 +64,7 @@ def dotted_references(code_pages: tuple[str, ...], api_page: str) -> set[str]:
 
 
 def is_public(reference: str) -> bool:
-    if reference == RUNNER or reference in PUBLIC:
+    if reference in RUNNERS or reference in PUBLIC:
         return True
     module, _, name = reference.rpartition(".")
     return name in PUBLIC.get(module, ())

@@ -1,9 +1,11 @@
 """cadence_memplan: ExecuTorch Cadence memory planning in C++, same placements as upstream.
 
 The array API (:func:`plan`, :func:`validate`) needs only numpy. The drop-in classes, the
-reports and :func:`patch_cadence` (Cadence's compiler planned by us, no code change; docs/
-cadence.md) need executorch (``pip install "cadence-memplan[executorch]"``) and are
-imported on first use. docs/architecture.md maps the modules.
+reports, :func:`patch_cadence` (Cadence's compiler planned by us, no code change; docs/
+cadence.md), :func:`patch_exir` (every exir export, likewise; docs/exir.md) and
+:func:`validate_control_flow` (a planned program's submodules against its live tensors)
+need executorch (``pip install "cadence-memplan[executorch]"``) and are imported on first
+use. docs/architecture.md maps the modules.
 """
 
 from importlib.metadata import version as _version
@@ -24,6 +26,7 @@ from ._validation import MAX_MEMORIES
 from .api import plan, schedule, validate
 
 if _TYPE_CHECKING:
+    from ._boundary.control_flow_check import validate_control_flow
     from .cadence.algorithms import (
         BestOfHierarchy,
         GreedyWithHeuristic,
@@ -33,6 +36,7 @@ if _TYPE_CHECKING:
     from .cadence.memory_planning import CadenceMemoryPlanning
     from .cadence.patching import patch_cadence, unpatch_cadence
     from .cadence.reports import print_memory_planning_info
+    from .exir.patching import patch_exir, unpatch_exir
 
 __version__ = _version("cadence-memplan")
 
@@ -54,31 +58,37 @@ __all__ = [
     "__version__",
     "import_cadence_compiler",
     "patch_cadence",
+    "patch_exir",
     "plan",
     "print_memory_planning_info",
     "schedule",
     "unpatch_cadence",
+    "unpatch_exir",
     "validate",
+    "validate_control_flow",
 ]
 
 # Names that need executorch, by the module that defines them; imported on first use.
-_CADENCE_NAMES = {
-    "BestOfHierarchy": "algorithms",
-    "GreedyWithHeuristic": "algorithms",
-    "PositionBasedGreedyWithHierarchy": "algorithms",
-    "CadenceMemoryPlanning": "memory_planning",
-    "import_cadence_compiler": "compiler",
-    "patch_cadence": "patching",
-    "unpatch_cadence": "patching",
-    "print_memory_planning_info": "reports",
+_EXECUTORCH_NAMES = {
+    "BestOfHierarchy": "cadence.algorithms",
+    "GreedyWithHeuristic": "cadence.algorithms",
+    "PositionBasedGreedyWithHierarchy": "cadence.algorithms",
+    "CadenceMemoryPlanning": "cadence.memory_planning",
+    "import_cadence_compiler": "cadence.compiler",
+    "patch_cadence": "cadence.patching",
+    "unpatch_cadence": "cadence.patching",
+    "print_memory_planning_info": "cadence.reports",
+    "patch_exir": "exir.patching",
+    "unpatch_exir": "exir.patching",
+    "validate_control_flow": "_boundary.control_flow_check",
 }
 
 
 def __getattr__(name: str) -> object:
-    if name in _CADENCE_NAMES:
+    if name in _EXECUTORCH_NAMES:
         from importlib import import_module
 
-        return getattr(import_module(f"{__name__}.cadence.{_CADENCE_NAMES[name]}"), name)
+        return getattr(import_module(f"{__name__}.{_EXECUTORCH_NAMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

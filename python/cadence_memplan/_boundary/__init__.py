@@ -2,6 +2,10 @@
 
 ``tensorspecs.py`` reads TensorSpecs into int64 columns under one written exactness
 policy and writes placements back; ``upstream.py`` holds every private name of executorch
-and torch the package uses, behind one version check. Private: nothing outside the
-package imports it.
+and torch the package uses, behind one version check; ``control_flow.py`` models what
+higher-order ops' submodules write and leave alive, and places their arenas, for both
+flows, and ``control_flow_check.py`` checks finished plans against that model;
+``module_names.py`` points executorch's module-level names at ours (both patches).
+Private: nothing outside the package imports it (``validate_control_flow`` is public as
+``cadence_memplan.validate_control_flow``).
 """

@@ -7,8 +7,9 @@ tests/test_spec_boundary.py holds it so), one function per job: Cadence's drop-i
 ``greedy``/``BankedGreedy`` and ``best`` (:func:`read_exir_specs`, :func:`realign`,
 :func:`saved_alignments`/:func:`restore_alignments`, :func:`exir_result`), exir's
 storage-reuse check (:func:`read_reuse_specs`), the reports and plan tables
-(:func:`read_placements`, :func:`placed_mask`, :func:`allocated_sizes`), the pass's
-snapshots (:func:`save_placements`/:func:`restore_placements`), its lifetime check
+(:func:`read_placements`, :func:`placed_mask`, :func:`allocated_sizes`), submodule arenas
+placed in their parent (:func:`shift_offsets`), the pass's snapshots
+(:func:`save_placements`/:func:`restore_placements`), its lifetime check
 (:func:`require_lifetimes`) and the reorder's fresh start (:func:`clear_lifetimes`: exir's
 lifetime pass widens what a spec holds). Each reads one attribute of every spec per C-level pass
 (:func:`column`) and writes by one (:func:`set_column`).
@@ -95,6 +96,7 @@ __all__ = [
     "save_placements",
     "saved_alignments",
     "set_column",
+    "shift_offsets",
     "sized_lifetimes",
     "write_placements",
 ]
@@ -590,6 +592,13 @@ def placed_mask(specs: list[TensorSpec]) -> npt.NDArray[np.bool_]:
         ],
         dtype=np.bool_,
     )
+
+
+def shift_offsets(specs: list[TensorSpec], shifts: npt.NDArray[np.int64]) -> None:
+    """Moves each spec's ``mem_offset`` (set, an int) up by ``shifts[i]`` bytes: a
+    submodule's arena placed in its parent (``_boundary/control_flow.py``)."""
+    offsets = as_int64("spec mem_offsets", column(specs, "mem_offset")) + shifts
+    set_column(specs, "mem_offset", offsets.tolist())
 
 
 def allocated_sizes(specs: list[TensorSpec]) -> npt.NDArray[np.int64]:

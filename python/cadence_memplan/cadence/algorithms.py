@@ -27,6 +27,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.control_flow import reserved_bytes
 from .._boundary.tensorspecs import (
     Offsets,
     gc_paused,
@@ -194,6 +195,27 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             "memory_config.memory_alignments", self.memory_config.memory_alignments
         )
         weights = self._weights(specs, read.sizes, graph_module)
+        preplaced = Preplaced(
+            read_placed.starts,
+            read_placed.ends,
+            read_placed.sizes,
+            as_int64("already-placed mem_ids", placed_mem_ids),
+            read_placed.offsets,
+        )
+        # What the graph's control-flow submodules hold (planning_pass.py's
+        # _plan_around_submodules) is placed already too. The heuristic scans a memory's placed tensors in list
+        # order, which upstream keeps sorted by offset: all of them are given so.
+        reserved = reserved_bytes(graph_module)
+        held = 0 if reserved is None else len(reserved.starts)
+        # memory_order's slots to indices into chain(placed, specs), -1 for reserved bytes
+        slot_owner = np.arange(len(placed) + len(specs), dtype=np.int64)
+        if reserved is not None and held:
+            joined = [np.concatenate(columns) for columns in zip(reserved, preplaced, strict=True)]
+            by_offset = np.lexsort((joined[4], joined[3]))
+            preplaced = Preplaced(*(column[by_offset] for column in joined))
+            slot_owner = np.concatenate(
+                [np.where(by_offset >= held, by_offset - held, -1), slot_owner[len(placed) :]]
+            )
         try:
             result = plan_prepared(
                 self.algorithm,
@@ -204,13 +226,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 alignments,
                 blocked,
                 allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
-                Preplaced(
-                    read_placed.starts,
-                    read_placed.ends,
-                    read_placed.sizes,
-                    as_int64("already-placed mem_ids", placed_mem_ids),
-                    read_placed.offsets,
-                ),
+                preplaced,
                 read.offsets,
                 True,
                 self.occupancy,
@@ -237,7 +253,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
         everything = object_array(chain(placed, specs), len(placed) + len(specs))
         for mem_id in range(1, memory_count + 1):
-            state.allocated_buffers[mem_id] = everything[result.memory_order[mem_id]].tolist()
+            order = slot_owner[result.memory_order[mem_id]]
+            state.allocated_buffers[mem_id] = everything[order[order >= 0]].tolist()
         # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
         # call: the core's call_bufsizes.
         for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):

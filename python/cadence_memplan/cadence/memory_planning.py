@@ -51,8 +51,7 @@ from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreed
 from .graph_code import deferred_recompile
 from .planning_pass import (
     graph_specs,
-    has_control_flow,
-    plan_single_graph,
+    plan_graph,
     signature_with_maps,
     spec_holder,
     update_lifetimes,
@@ -184,10 +183,16 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         - exir gets a signature whose name maps are built once instead of per use;
         - views (exir's ``_ViewSpec``) run their guards once, after the pass, instead of
           on every read;
-        - a graph without control flow (all Cadence lowers) goes through
-          :func:`~cadence_memplan.cadence.planning_pass.plan_single_graph`: exir's and
-          Cadence's functions in upstream's order, lifetimes in one walk, no second
-          ``PassManager`` check. Any other graph runs upstream's ``run()`` itself.
+        - the steps are :func:`~cadence_memplan.cadence.planning_pass.plan_graph`'s:
+          exir's and Cadence's functions in upstream's order, lifetimes in one walk, no
+          second ``PassManager`` check.
+
+        One thing differs in what, on purpose, and only for graphs with control flow
+        (cond, while, map, scan): upstream's placers ignore the submodules' arenas, so
+        its plan lets the graph's tensors and later submodules overwrite what a
+        submodule holds while the graph still needs it (the bug of executorch #21490,
+        and more). Ours plans each submodule around the outputs still alive when it runs
+        and the graph's tensors around the submodules (docs/cadence.md).
 
         With an executorch outside the tested range
         (:mod:`~cadence_memplan._boundary.upstream`), every graph runs upstream's
@@ -200,9 +205,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         snapshot = SpecSnapshot(graph_module)
         signature = signature_with_maps(graph_signature)
         algo: MemoryPlanningAlgo = self.algo
-        fast = upstream.fast_paths_supported() and not has_control_flow(graph_module)
         reordering = None
         if self.reorder:  # with the lifetimes of the path the graph takes
+            fast = upstream.fast_paths_supported()
             lifetimes = update_lifetimes if fast else update_all_tensors_lifetime
             reordering = Reordering(algo, graph_module, lifetimes)
         try:
@@ -212,17 +217,13 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                 result: PassResult = super().run(graph_module, graph_signature)
                 return result
             with deferred_recompile(graph_module), views_checked_once(graph_module):
-                if not fast:
-                    setattr(self, "algo", reordering or algo)  # noqa: B010
-                    super().run(graph_module, signature)
-                else:
-                    plan_single_graph(
-                        reordering or algo,
-                        graph_module,
-                        signature,
-                        self.alloc_graph_input,
-                        self.alloc_graph_output,
-                    )
+                plan_graph(
+                    reordering or algo,
+                    graph_module,
+                    signature,
+                    self.alloc_graph_input,
+                    self.alloc_graph_output,
+                )
         except BaseException:
             snapshot.restore()
             raise

@@ -29,10 +29,9 @@ idempotent. The patch changes module attributes, so it is process-wide, not per 
 
 from __future__ import annotations
 
-import sys
+import functools
 from collections.abc import Sequence
-from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executorch.backends.cadence.aot import memory_planning as upstream_memory_planning
 from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass
@@ -40,6 +39,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import MemoryPlanningA
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 
+from .._boundary.module_names import PatchHandle, point_names_at
 from . import (
     ALGORITHM_ENV,
     PATCH_ALGORITHMS,
@@ -51,9 +51,6 @@ from . import (
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .compiler import import_cadence_compiler
 from .memory_planning import CadenceMemoryPlanning
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = [
     "ALGORITHM_ENV",
@@ -138,50 +135,20 @@ _UPSTREAM = _upstream_objects()
 _active: tuple[str, bool] | None = None
 
 
-def _cadence_modules() -> list[ModuleType]:
-    return [
-        module
-        for name, module in list(sys.modules.items())
-        if name == _PACKAGE or name.startswith(_PACKAGE + ".")
-    ]
-
-
-def _point_names_at(replacements: dict[str, Any], current: dict[str, set[int]]) -> None:
-    """In every loaded Cadence module, each name holding an object in ``current[name]``
-    (by identity) now holds ``replacements[name]``."""
-    for module in _cadence_modules():
-        namespace = getattr(module, "__dict__", {})  # sys.modules may hold stand-ins
-        for name, replacement in replacements.items():
-            if name in namespace and id(namespace[name]) in current[name]:
-                setattr(module, name, replacement)
-
-
 def _all_ours() -> dict[str, set[int]]:
     return {name: {id(ours[name]) for ours in _OURS.values()} for name in _UPSTREAM}
 
 
-class CadencePatch:
+class CadencePatch(PatchHandle):
     """What :func:`patch_cadence` returns; as a context manager, leaving the block puts back
     the state from before the call (unpatched, or patched with another algorithm)."""
 
     def __init__(self, algorithm: str, reorder: bool, previous: tuple[str, bool] | None) -> None:
+        super().__init__(
+            unpatch_cadence if previous is None else functools.partial(patch_cadence, *previous)
+        )
         self.algorithm = algorithm
         self.reorder = reorder
-        self._previous = previous
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._previous is None:
-            unpatch_cadence()
-        else:
-            patch_cadence(*self._previous)
 
     def __repr__(self) -> str:
         return f"CadencePatch(algorithm={self.algorithm!r}, reorder={self.reorder!r})"
@@ -209,7 +176,7 @@ def patch_cadence(algorithm: str | None = None, reorder: bool | None = None) -> 
     import_cadence_compiler()
     previous = _active
     current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
-    _point_names_at(_OURS[algorithm, reorder], current)
+    point_names_at(_PACKAGE, _OURS[algorithm, reorder], current)
     _active = (algorithm, reorder)
     return CadencePatch(algorithm, reorder, previous)
 
@@ -218,7 +185,7 @@ def unpatch_cadence() -> None:
     """Put upstream's objects back wherever ``patch_cadence`` put ours (a no-op when not
     patched)."""
     global _active
-    _point_names_at(_UPSTREAM, _all_ours())
+    point_names_at(_PACKAGE, _UPSTREAM, _all_ours())
     _active = None
 
 

@@ -7,11 +7,11 @@ lifetimes (``update_all_tensors_lifetime``), the specs to plan, control-flow sub
 the placer (Cadence's constraints, then ``plan()``), calls to free dynamic tensors, the
 buffer sizes; then exir's verifier checks graph inputs and outputs.
 
-:func:`plan_single_graph` runs those steps in that order, with exir's and Cadence's own
-functions, for the graphs Cadence lowers: no control-flow submodules, every spec in one
-memory pool (``enable_non_cpu_memory_planning`` is off, as upstream's pass never sets
-it), mutable buffers neither left out nor shared (upstream's pass builds its
-``MemoryPlanningPass`` that way). It differs in how, never in what:
+:func:`plan_graph` runs those steps in that order, with exir's and Cadence's own
+functions, for every graph: every spec in one memory pool (``enable_non_cpu_memory_planning``
+is off, as upstream's pass never sets it), mutable buffers neither left out nor shared
+(upstream's pass builds its ``MemoryPlanningPass`` that way). For a graph without
+control flow (all Cadence lowers) it differs in how, never in what:
 
 - Lifetimes come from :func:`update_lifetimes`, which gives every spec the lifetime exir's
   ``update_all_tensors_lifetime`` gives it (tests/test_planning_pass.py holds them equal),
@@ -23,8 +23,16 @@ it), mutable buffers neither left out nor shared (upstream's pass builds its
   constraint generation's own ``PassManager`` checked at its start, changed since only by
   retargeted nops and inserted free calls, and a recompile after the pass; and it is not
   called at all on a graph it would leave as it is (no idma load or store, no dead code).
-- exir's ``_apply_algo_to_submodules`` walks the graph four times to find none; a graph
-  with any cond/while/map/scan node goes to upstream's own ``run()`` instead.
+- exir's ``_apply_algo_to_submodules`` walks the graph four times to find no
+  higher-order node; :func:`_plan_scope` walks it once.
+
+A graph with cond, while, map or scan nodes is planned differently on purpose: upstream's
+placers ignore the submodules' arenas (exir's ``input_mem_buffer_sizes``), so upstream's
+plan lets the graph's tensors, and later submodules, overwrite what a submodule holds
+while the graph still needs it. :func:`_plan_around_submodules` plans the submodules in
+graph order, each around the outputs of earlier ones still alive when it runs, and the
+graph's own tensors around what the submodules hold while they hold it
+(``_boundary/control_flow.py``).
 
 The caller (``CadenceMemoryPlanning.run``), on every graph, also defers ``recompile()``
 (:mod:`.graph_code`), hands exir a signature whose name maps are computed once
@@ -42,8 +50,8 @@ from typing import Any
 
 import torch
 from executorch.backends.cadence.aot.memory_planning import SimplifyIdmaOpsPass
+from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import memory
-from executorch.exir.control_flow import while_loop as exir_while
 from executorch.exir.memory_planning import (
     Verifier,
     collect_specs_from_nodes,
@@ -57,6 +65,13 @@ from torch.export import ExportGraphSignature
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from .._boundary import upstream
+from .._boundary.control_flow import (
+    ArenaDoesNotFit,
+    ArenaPlacer,
+    HigherOrderNode,
+    higher_order_nodes,
+    reserving,
+)
 from .._boundary.upstream import (
     ViewSpec,
     alias_inplace_result_specs,
@@ -69,8 +84,7 @@ from .._boundary.upstream import (
 
 __all__ = [
     "graph_specs",
-    "has_control_flow",
-    "plan_single_graph",
+    "plan_graph",
     "signature_with_maps",
     "spec_holder",
     "update_lifetimes",
@@ -297,15 +311,6 @@ def update_lifetimes(
 
 # --------------------------------------------------------------------------- the pass
 
-_CONTROL_FLOW = frozenset(
-    [
-        torch.ops.higher_order.cond,
-        exir_while,
-        torch.ops.higher_order.map_impl,
-        torch.ops.higher_order.scan,
-    ]
-)
-
 
 def _free_of_dead_code(graph_module: torch.fx.GraphModule) -> bool:
     """Whether torch's ``eliminate_dead_code`` would remove nothing: it removes, last node
@@ -332,20 +337,15 @@ def _simplify_idma_ops(graph_module: torch.fx.GraphModule) -> None:
         SimplifyIdmaOpsPass()(graph_module)
 
 
-def has_control_flow(graph_module: torch.fx.GraphModule) -> bool:
-    """Whether any node is one whose submodules exir's ``apply_algo`` plans first."""
-    return any(node.target in _CONTROL_FLOW for node in graph_module.graph.nodes)
-
-
-def plan_single_graph(
+def plan_graph(
     algo: Any,
     graph_module: torch.fx.GraphModule,
     graph_signature: Any,
     alloc_graph_input: bool,
     alloc_graph_output: bool,
 ) -> None:
-    """Upstream's ``CadenceMemoryPlanning.run`` with ``algo``, for a graph without control
-    flow (see the module's docstring); the caller checks :func:`has_control_flow`."""
+    """Upstream's ``CadenceMemoryPlanning.run`` with ``algo`` (see the module's
+    docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`)."""
     # Upstream's run() builds exactly this pass; its alignment and its alloc-node specs.
     planning = MemoryPlanningPass(
         algo,
@@ -354,9 +354,37 @@ def plan_single_graph(
         alloc_graph_output=alloc_graph_output,
     )
     upstream.set_alloc_node_spec(planning, graph_module)
+    _plan_scope(
+        algo, planning.alignment, graph_module, graph_signature,
+        alloc_graph_input, alloc_graph_output, outside=[],
+    )  # fmt: skip
 
-    # apply_algo, for one graph and one memory pool (base memory id 1, so exir's remap of
-    # the placer's mem ids leaves them as they are).
+    verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        pairs = verifier.verify_storage_reuse(True)
+        name = getattr(algo, "__name__", repr(algo))
+        logging.debug("The %s algorithm reuses storage for %d pair of tensors", name, pairs)  # noqa: LOG015
+    verifier.verify_graph_input_output()
+
+    _simplify_idma_ops(graph_module)
+
+
+def _plan_scope(
+    algo: Any,
+    alignment: int,
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+    outside: list[tuple[int, int, int]],
+) -> list[int]:
+    """exir's ``apply_algo`` for one memory pool (base memory id 1, so exir's remap of the
+    placer's mem ids leaves them as they are); returns the graph's buffer sizes. A graph
+    with control flow, or inside one (``outside``: ``(mem_id, low, high)`` bytes its
+    enclosing graphs need while it runs), is planned around its submodules
+    (:func:`_plan_around_submodules`): upstream's placers ignore the submodules' arenas
+    (exir's ``input_mem_buffer_sizes``), so upstream's plan of such a graph lets its
+    tensors overwrite a running submodule's."""
     update_lifetimes(graph_module, graph_signature)
     specs = list(
         collect_specs_from_nodes(
@@ -368,20 +396,59 @@ def plan_single_graph(
             ignore_mutable_buffers=False,
         )
     )
-    graph_module.input_mem_buffer_sizes = []  # type: ignore[assignment]  # no submodules
+    hops = higher_order_nodes(graph_module)
     extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
-    bufsizes = algo(planning.alignment, specs, graph_module, graph_signature, extra_padding)
+    if not hops and not outside:  # all Cadence lowers: nothing to plan around
+        graph_module.input_mem_buffer_sizes = []  # type: ignore[assignment]
+        bufsizes = algo(alignment, specs, graph_module, graph_signature, extra_padding)
+    else:
+        bufsizes = _plan_around_submodules(
+            algo, alignment, specs, graph_module, graph_signature, extra_padding, hops, outside
+        )
     buffer_sizes = [0, *bufsizes[1:]]  # index 0 is the constants', as apply_algo reserves it
     if len(buffer_sizes) < 2:
         buffer_sizes.append(0)
     insert_calls_to_free(graph_module, specs)
     graph_module.meta["non_const_buffer_sizes"] = buffer_sizes
+    return buffer_sizes
 
-    verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
-    if logging.getLogger().isEnabledFor(logging.DEBUG):
-        pairs = verifier.verify_storage_reuse(True)
-        name = getattr(algo, "__name__", repr(algo))
-        logging.debug("The %s algorithm reuses storage for %d pair of tensors", name, pairs)  # noqa: LOG015
-    verifier.verify_graph_input_output()
 
-    _simplify_idma_ops(graph_module)
+def _plan_around_submodules(
+    algo: Any,
+    alignment: int,
+    specs: list[TensorSpec],
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    extra_padding: int,
+    hops: list[HigherOrderNode],
+    outside: list[tuple[int, int, int]],
+) -> list[int]:
+    """:func:`_plan_scope`'s placer call for a graph with submodules, or inside one: each
+    higher-order op's submodules planned in graph order, around ``outside`` and the
+    outputs of earlier ops still alive when it runs, so that their arenas stay where the
+    placer put them (``ArenaPlacer`` moves one only where the placer could not avoid
+    those bytes, as for pinned offsets, or fails); then the graph's own tensors placed
+    around what the submodules and the enclosing graphs hold, while they hold it."""
+    config = algo.memory_config
+    placer = ArenaPlacer(
+        graph_module,
+        lambda mem_id: int(config.memory_alignments[mem_id - 1]),
+        lambda mem_id: int(config.memory_sizes[mem_id - 1]),
+        outside,
+    )
+    for hop in hops:
+        for _, submodule in hop.submodules:
+            submodule.meta["non_const_buffer_sizes"] = _plan_scope(
+                algo, alignment, submodule, graph_signature,
+                hop.allocates_inputs, True, placer.live_at(hop),
+            )  # fmt: skip
+        try:
+            placer.place(hop)
+        except ArenaDoesNotFit as error:
+            raise MemoryPlanningAlgoFailure(f"{error}; memory config: {config}") from error
+    arenas = placer.arenas()
+    graph_module.input_mem_buffer_sizes = arenas.ends  # type: ignore[assignment]
+    with reserving(graph_module, arenas.reserved):
+        bufsizes: list[int] = algo(alignment, specs, graph_module, graph_signature, extra_padding)
+    ends = arenas.ends + [0] * (len(bufsizes) - len(arenas.ends))
+    return [max(size, end) for size, end in zip(bufsizes, ends, strict=False)]

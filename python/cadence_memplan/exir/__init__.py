@@ -7,7 +7,10 @@ exir's errors; ``read_exir``, ``pack_exir_specs`` and ``raise_storage_error``, s
 ``search.py``); ``search.py`` (``best``: per memory the smaller of greedy's packing and the
 core's ``best`` search); ``verifier.py`` (``verify_storage_reuse``); ``passes.py``
 (``memory_planning_pass``, the one-argument switch, ``smallest=True`` for ``[greedy,
-best]``); ``records.py`` (the core's second entry point, numpy and ``_core`` only: record
+best]``); ``suite.py`` (``MemoryPlanningAlgorithmSuite``: exir's, with control flow's
+submodule arenas placed first, by ``_boundary/control_flow.py``); ``patching.py``
+(``patch_exir``, ``unpatch_exir``) and its runner ``patch.py`` (``python -m
+cadence_memplan.exir.patch``); ``records.py`` (the core's second entry point, numpy and ``_core`` only: record
 dtypes, columns to ``ExirTensor``/``ReuseTensor`` records, ``pack_shared_objects``,
 ``check_storage_reuse``). Specs are read and written through ``_boundary/tensorspecs.py``,
 upstream's private names come from ``_boundary/upstream.py``; nothing here imports
@@ -15,14 +18,19 @@ upstream's private names come from ``_boundary/upstream.py``; nothing here impor
 """
 
 from .passes import memory_planning_pass
+from .patching import patch_exir, unpatch_exir
 from .planners import BankedGreedy, greedy
 from .search import best
+from .suite import MemoryPlanningAlgorithmSuite
 from .verifier import verify_storage_reuse
 
 __all__ = [
     "BankedGreedy",
+    "MemoryPlanningAlgorithmSuite",
     "best",
     "greedy",
     "memory_planning_pass",
+    "patch_exir",
+    "unpatch_exir",
     "verify_storage_reuse",
 ]

@@ -16,11 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from executorch.exir.memory_planning import (
-    MemoryPlanningAlgorithmSuite,
-    Verifier,
-    update_all_tensors_lifetime,
-)
+from executorch.exir.memory_planning import Verifier, update_all_tensors_lifetime
 from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
@@ -29,6 +25,7 @@ from .._types import Occupancy
 from ..scheduling import Reorder, Reordering
 from .planners import greedy
 from .search import best
+from .suite import MemoryPlanningAlgorithmSuite
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 
 __all__ = ["memory_planning_pass"]
@@ -103,13 +100,17 @@ def memory_planning_pass(
     what it computes. The pass's ``last_reorder`` then says what it did.
 
     ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
-    ``greedy`` (same errors), with the C++ check."""
+    ``greedy`` (same errors), with the C++ check, and across control flow's submodules.
+
+    Programs with control flow get each submodule's arena placed at its call site
+    (:class:`cadence_memplan.exir.MemoryPlanningAlgorithmSuite`), and compute the right
+    values where exir's plan lets a later submodule overwrite a live output."""
     if smallest and not allow_overlapping_allocations:
         raise ValueError(
             "smallest=True plans lifetime-overlapping allocations side by side in one"
             " arena; it cannot honour allow_overlapping_allocations=False"
         )
-    algorithm = greedy
+    algorithm: Callable[..., Any] = greedy
     if not allow_overlapping_allocations or occupancy != "auto":
         algorithm = functools.partial(
             greedy,

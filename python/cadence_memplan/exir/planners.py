@@ -42,10 +42,11 @@ from .._types import OCCUPANCIES, Occupancy
 from .._validation import check_choice
 from . import records
 
-# pack_exir_specs, raise_storage_error and read_exir serve search.py's best too.
+# exir_greedy, pack_exir_specs, raise_storage_error and read_exir serve search.py's best too.
 __all__ = [
     "BankedGreedy",
     "ExirSpecs",
+    "exir_greedy",
     "greedy",
     "pack_exir_specs",
     "raise_storage_error",
@@ -59,6 +60,11 @@ __all__ = [
 # one its lifetimes favour (csrc/core/exir/object_pool.h, ChooseSearch).
 
 _logger = logging.getLogger(__name__)
+
+# exir's own greedy, the function object as this module found it on import: the fallback
+# for what the arrays cannot carry. Never looked up by name when it runs, since
+# patch_exir() points executorch.exir.memory_planning.greedy at ours.
+exir_greedy = exir_planning.greedy
 
 
 @dataclass
@@ -183,7 +189,7 @@ def greedy(
                 None,
             )
     except NotExact:
-        return exir_planning.greedy(
+        return exir_greedy(
             alignment,
             spec_list,
             graph_module,

@@ -35,7 +35,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 import torch
-from executorch.exir import memory_planning as exir_planning
 from executorch.exir.memory_planning import MemoryAlgoResult
 from executorch.exir.tensor import TensorSpec
 
@@ -55,7 +54,7 @@ from .._boundary.tensorspecs import (
 from .._types import PlanningError
 from .._validation import check_budget_ms
 from . import records
-from .planners import ExirSpecs, pack_exir_specs, raise_storage_error, read_exir
+from .planners import ExirSpecs, exir_greedy, pack_exir_specs, raise_storage_error, read_exir
 
 __all__ = ["best"]
 
@@ -212,9 +211,7 @@ def _exir_greedy_untouched(
     alignments it changed first are put back."""
     alignments = saved_alignments(spec_list)
     try:
-        return exir_planning.greedy(
-            alignment, spec_list, graph_module, graph_signature, extra_padding
-        )
+        return exir_greedy(alignment, spec_list, graph_module, graph_signature, extra_padding)
     except BaseException:
         restore_alignments(spec_list, alignments)
         raise

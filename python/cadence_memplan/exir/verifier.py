@@ -8,17 +8,20 @@ never runs exir's loop. When the core finds a rejected pair, or a spec holds som
 arrays cannot carry (a ``mem_offset`` of None in a memory other specs use, a lifetime that
 is not two ints, specs that disagree on whether ``mem_obj_id`` is set, a storage_base
 cycle), exir's own method runs and raises its exception, with its message, for the first
-pair in its order.
+pair in its order. A graph with control flow is then checked across its submodules, which
+exir's check does not look into (:func:`verify_storage_reuse`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from executorch.exir.error import InternalError
 from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .._boundary import upstream
+from .._boundary.control_flow_check import validate_control_flow
 from .._boundary.tensorspecs import NotExact, read_reuse_specs
 from .._types import OCCUPANCIES, Occupancy
 from .._validation import check_choice
@@ -68,7 +71,12 @@ def verify_storage_reuse(
 ) -> int:
     """``verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap)``, fast: the
     number of spec pairs whose storage overlaps, or exir's ``InternalError`` for a pair it
-    rejects. ``occupancy="scan"`` compares every pair in C++ (the naive baseline)."""
+    rejects. ``occupancy="scan"`` compares every pair in C++ (the naive baseline).
+
+    exir compares the top graph's specs only. This also checks the graph's control flow
+    (:func:`cadence_memplan.validate_control_flow`), and raises ``InternalError`` saying
+    which tensor a submodule overwrites while it is alive, where exir's own check
+    passes."""
     check_choice("occupancy", occupancy, OCCUPANCIES)
     if not upstream.fast_paths_supported():  # an untested executorch: exir's own loop
         return int(verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap))
@@ -90,4 +98,7 @@ def verify_storage_reuse(
     if violation:
         # exir's loop finds the first rejected pair in its order and raises for it.
         return int(verifier.verify_storage_reuse(allow_lifetime_and_storage_overlap))
+    problem = validate_control_flow(verifier.graph_module)
+    if problem is not None:
+        raise InternalError(f"a submodule's memory overlaps a live tensor: {problem}")
     return pairs

@@ -2,8 +2,10 @@
 
 exir's ``apply_algo`` computes the graph's lifetimes, then calls its algorithm with the
 specs to plan. :class:`Reordering` stands for that algorithm on one graph (the pass's;
-control-flow submodules keep their order and are planned as before). It plans the
-given order first, then each candidate order, and keeps the best plan:
+control-flow submodules keep their order and are planned as before, and a graph with
+control flow keeps its own: its submodules' arenas are placed around the outputs alive at
+their call sites in that order). It plans the given order first, then each candidate
+order, and keeps the best plan:
 
 1. the **structural** order (:func:`~.problem.structural_order`): each unit that
    allocates nothing, above all a mutable buffer's write-back (``copy_``), moved up to
@@ -37,6 +39,7 @@ from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
+from .._boundary.control_flow import has_control_flow
 from .._boundary.tensorspecs import (
     allocated_sizes,
     clear_lifetimes,
@@ -212,7 +215,10 @@ class Reordering:
         structural = structural_order(graph, problem)
         strategy, work, lower_bound = "given", 0, 0
         candidates: list[tuple[str, list[int]]] = []
-        if problem.num_units:
+        # With control flow, each submodule's arena is placed around the outputs alive at
+        # its call site in this order (_boundary/control_flow.py): another order would
+        # need the arenas placed again, so such a graph keeps its order.
+        if problem.num_units and not has_control_flow(graph_module):
             scheduled = api.schedule(**problem.arguments(structural), work_budget=self.work_budget)
             strategy, work = scheduled.strategy, int(scheduled.work)
             lower_bound = int(scheduled.lower_bound)
