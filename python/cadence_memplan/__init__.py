@@ -16,6 +16,7 @@ from ._types import (
     OCCUPANCIES,
     UPSTREAM_ALGORITHMS,
     Algorithm,
+    Budget,
     Occupancy,
     PlanningError,
     PlanResult,
@@ -23,7 +24,7 @@ from ._types import (
     ScheduleResult,
 )
 from ._validation import MAX_MEMORIES
-from .api import plan, schedule, validate
+from .api import DEFAULT_WORK_BUDGET, plan, schedule, validate
 
 if _TYPE_CHECKING:
     from ._boundary.control_flow_check import validate_control_flow
@@ -42,11 +43,13 @@ __version__ = _version("cadence-memplan")
 
 __all__ = [
     "ALGORITHMS",
+    "DEFAULT_WORK_BUDGET",
     "MAX_MEMORIES",
     "OCCUPANCIES",
     "UPSTREAM_ALGORITHMS",
     "Algorithm",
     "BestOfHierarchy",
+    "Budget",
     "CadenceMemoryPlanning",
     "GreedyWithHeuristic",
     "Occupancy",

@@ -43,6 +43,16 @@ row be over by HiGHS's feasibility tolerance, repaired by dropping tensors.
 
 Size guard. A model with more than :data:`MAX_NONZEROS` nonzeros is not built:
 :meth:`~CapacitySelection.solve` returns None and the caller falls back to its own way.
+
+Work, not time. A solve is limited in units of work (those of ``best``'s ``work_budget``:
+docs/best.md, "Budget, threads, determinism"), counted from what HiGHS reports, never read
+off a clock: building a model costs one unit per :data:`NONZEROS_PER_WORK` nonzeros, and
+each of HiGHS's interrupt callbacks :data:`WORK_PER_REPORT` plus :data:`WORK_PER_NODE` per
+branch and bound node since the last, both times the model's size in thousands of
+nonzeros (at least 1). HiGHS runs on one thread with its fixed random seed, and its reports come at
+the same points of the same search on every run, so a solve stopped by work is the same
+whatever the machine's load (a wall-clock cap, when one is given, is the exception). A
+SIGINT during a solve stops it at HiGHS's next report and is raised when it returns.
 """
 
 from __future__ import annotations
@@ -53,13 +63,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from ._signals import sigint_deferred
 from ._validation import MAX_BYTE_VALUE, as_int64, is_integer
 
 if TYPE_CHECKING:
@@ -86,6 +97,15 @@ _INT64_MAX = (1 << 63) - 1
 # Up to this many nonzeros, HiGHS keeps its presolve and feasibility jump (see _model).
 _SMALL_MODEL_NONZEROS = 20_000
 
+#: Work (``best``'s units): the nonzeros of a model built per unit, and the units per
+#: interrupt callback and per branch and bound node of HiGHS, these two per thousand
+#: nonzeros of the model (at least one). Calibrated against HiGHS's wall time on the
+#: challenging instances and resnet50 (docs/best.md, "Budget, threads, determinism").
+NONZEROS_PER_WORK = 16
+WORK_PER_REPORT = 500
+WORK_PER_NODE = 100
+_NONZEROS_PER_SCALE = 1000
+
 _banner_lock = threading.Lock()
 _banner_silenced = False
 
@@ -102,7 +122,8 @@ class Selection:
     one passed to :meth:`CapacitySelection.solve`, for which ``bound`` says nothing about
     the memory (see :attr:`CapacitySelection.bound`). ``solver_called`` is False when the
     answer needed no solver (everything fits, or nothing can bind); ``seconds`` is the wall
-    time of the solve, building the model included.
+    time of the solve, building the model included, and ``work`` what it was charged (the
+    module's "Work, not time"); ``cut_short`` is True when the wall-clock cap stopped it.
     """
 
     chosen: BoolArray
@@ -111,6 +132,8 @@ class Selection:
     capacity: int
     solver_called: bool
     seconds: float
+    work: int = 0
+    cut_short: bool = False
 
     @property
     def optimal(self) -> bool:
@@ -149,18 +172,39 @@ class _Rows:
 
 @dataclass
 class _Model:
-    """A HiGHS model at one capacity, how many of the cuts it holds, and the wall-clock
-    deadline (``time.perf_counter()``) of the solve under way."""
+    """A HiGHS model at one capacity, how many of the cuts it holds, and the limits and the
+    work of the solve under way (the module's "Work, not time")."""
 
     highs: highspy.Highs
     cuts_applied: int
-    deadline: float = math.inf
+    scale: int  # The model's size in thousands of nonzeros, at least 1.
+    work_limit: int = 0
+    deadline: float = math.inf  # time.perf_counter(); inf: no cap.
+    interrupted: Callable[[], bool] = lambda: False
+    reports: int = 0
+    nodes: int = 0
+    cut_short: bool = False
 
-    def interrupt_after_deadline(self, event: highspy.highs.HighsCallbackEvent) -> None:
-        """HiGHS's interrupt callbacks (simplex, IPM, MIP): stop once the deadline passed.
-        HiGHS's own ``time_limit`` is checked too seldom on large models (its root cut
-        loop ran 24 s past a 20 s limit on pangu_2.6B at 256 KiB), these are not."""
-        if time.perf_counter() > self.deadline:
+    def start(self, work_limit: int, deadline: float, interrupted: Callable[[], bool]) -> None:
+        self.work_limit, self.deadline, self.interrupted = work_limit, deadline, interrupted
+        self.reports = self.nodes = 0
+        self.cut_short = False
+
+    @property
+    def work(self) -> int:
+        return (self.reports * WORK_PER_REPORT + self.nodes * WORK_PER_NODE) * self.scale
+
+    def on_report(self, event: highspy.highs.HighsCallbackEvent) -> None:
+        """HiGHS's interrupt callbacks (simplex, IPM, MIP): count the work, and stop once it
+        reaches the limit, the cap passed or a SIGINT arrived. HiGHS's own ``time_limit``
+        is checked too seldom on large models (its root cut loop ran 24 s past a 20 s limit
+        on pangu_2.6B at 256 KiB); these callbacks are not."""
+        self.reports += 1
+        self.nodes = max(self.nodes, int(event.data_out.mip_node_count))
+        if self.work >= self.work_limit or self.interrupted():
+            event.interrupt()
+        elif self.deadline != math.inf and time.perf_counter() > self.deadline:
+            self.cut_short = True
             event.interrupt()
 
 
@@ -317,13 +361,16 @@ class CapacitySelection:
 
     def solve(
         self,
-        time_limit_s: float,
+        work_limit: int,
         *,
+        time_limit_s: float = math.inf,
         capacity: int | None = None,
         start: npt.ArrayLike | None = None,
         rel_gap: float = 0.0,
     ) -> Selection | None:
-        """Choose the tensors to keep, within about ``time_limit_s`` seconds of wall time.
+        """Choose the tensors to keep, within about ``work_limit`` units of work (the
+        module's "Work, not time"; building a model counts), and ``time_limit_s`` seconds of
+        wall time when a cap is given (the default: none).
 
         ``capacity`` (default: the memory's) may be smaller than the memory's, for a choice
         with slack that packs more easily; the returned ``bound`` is then the bound at that
@@ -336,7 +383,7 @@ class CapacitySelection:
         Returns None, without calling the solver, when the model would have more than
         :data:`MAX_NONZEROS` nonzeros. Otherwise a choice that meets every row and cut: the
         best of HiGHS's, a greedy one (weight per unit, heaviest first) and ``start``. When
-        the time runs out first, ``bound`` is the best HiGHS proved, or the sum of the
+        the work runs out first, ``bound`` is the best HiGHS proved, or the sum of the
         candidates' weights if it did not finish its root LP. Without cuts, when no instant
         can be over the capacity, every candidate is chosen and no solver is called.
         Raises ImportError when highspy is missing (only if a solver is needed) and
@@ -344,6 +391,7 @@ class CapacitySelection:
         """
         began = time.perf_counter()
         limit = _check_time_limit(time_limit_s)
+        work_limit = _check_scalar("work_limit", work_limit, minimum=0)
         capacity = self._check_capacity(capacity)
         start_mask = None if start is None else self._check_start(start)
         if not 0.0 <= rel_gap < 1.0:
@@ -372,17 +420,19 @@ class CapacitySelection:
         import highspy as hs
 
         scale, scaled = _scaled_weights(self._weights[self._columns])
+        built = capacity not in self._models
         model = self._model(capacity, rows, scaled)
+        build_work = rows.nonzeros // NONZEROS_PER_WORK if built else 0
         self._apply_cuts(model)
         highs = model.highs
-        model.deadline = began + limit
-        _set_option(highs, "time_limit", max(0.0, model.deadline - time.perf_counter()))
         _set_option(highs, "mip_rel_gap", rel_gap)
         solution = hs.HighsSolution()
         solution.col_value = incumbent.astype(np.float64)
         solution.value_valid = True
         _check_status(highs.setSolution(solution), "setSolution")
-        _check_status(highs.run(), "run")
+        with sigint_deferred() as interrupted:
+            model.start(max(0, work_limit - build_work), began + limit, interrupted)
+            _run(highs)
         info = highs.getInfo()
         if info.primal_solution_status == hs.SolutionStatus.kSolutionStatusFeasible:
             found = np.asarray(highs.getSolution().col_value, dtype=np.float64) > 0.5
@@ -400,7 +450,9 @@ class CapacitySelection:
         if math.isfinite(dual):
             bound = self._weight_of(self._free_at(capacity)) + scale * _integer_bound(dual)
         bound = max(value, min(bound, total))
-        return self._finish(chosen, value, bound, capacity, True, began)
+        return self._finish(
+            chosen, value, bound, capacity, True, began, build_work + model.work, model.cut_short
+        )
 
     def _column_weight(self, chosen: BoolArray) -> int:
         return _exact_sum(self._weights[self._columns][chosen])
@@ -415,6 +467,8 @@ class CapacitySelection:
         capacity: int,
         solver_called: bool,
         began: float,
+        work: int = 0,
+        cut_short: bool = False,
     ) -> Selection:
         if capacity == self._capacity:
             self._bound = bound if self._bound is None else min(self._bound, bound)
@@ -426,6 +480,8 @@ class CapacitySelection:
             capacity=capacity,
             solver_called=solver_called,
             seconds=time.perf_counter() - began,
+            work=work,
+            cut_short=cut_short,
         )
 
     def _free_at(self, capacity: int) -> BoolArray:
@@ -584,9 +640,10 @@ class CapacitySelection:
         lp.integrality_ = [hs.HighsVarType.kInteger] * len(cols)
         highs = _new_highs()
         _set_option(highs, "output_flag", False)
-        # threads stays 0 (HiGHS's default: half the cores, one on a 2-core machine; its
-        # branch and bound is serial anyway). Any other value would have to match the
-        # process-wide scheduler of every other highspy user, or HiGHS refuses to run.
+        # One thread: HiGHS's search depends on its thread count (measured: a solve stopped
+        # at its 150th report differs between 1, 2 and 4 threads), and its default is half
+        # the machine's cores. Its random seed stays the fixed default.
+        _set_option(highs, "threads", 1)
         _set_option(highs, "mip_abs_gap", _MIP_ABS_GAP)
         # Measured on the challenging instances and the real graphs (docs/quality.md): presolve
         # and the feasibility-jump heuristic cost seconds on large models (19 s and 15 s on
@@ -598,11 +655,12 @@ class CapacitySelection:
             # HiGHS >= 1.10 only (older releases have no feasibility jump: nothing to turn off).
             highs.setOptionValue("mip_heuristic_run_feasibility_jump", False)
         _check_status(highs.passModel(lp), "passModel")
-        model = _Model(highs=highs, cuts_applied=0)
-        if hasattr(highs, "cbMipInterrupt"):  # highspy's callback events (1.8 and later)
-            highs.cbSimplexInterrupt.subscribe(model.interrupt_after_deadline)
-            highs.cbIpmInterrupt.subscribe(model.interrupt_after_deadline)
-            highs.cbMipInterrupt.subscribe(model.interrupt_after_deadline)
+        scale = max(1, len(row_index) // _NONZEROS_PER_SCALE)
+        model = _Model(highs=highs, cuts_applied=0, scale=scale)
+        # highspy's callback events (1.8 and later: the dependency's floor).
+        highs.cbSimplexInterrupt.subscribe(model.on_report)
+        highs.cbIpmInterrupt.subscribe(model.on_report)
+        highs.cbMipInterrupt.subscribe(model.on_report)
         self._models[capacity] = model
         return model
 
@@ -757,6 +815,19 @@ def _union_length(first: IntArray, stop: IntArray) -> int:
     begin = first.copy()
     begin[1:] = np.maximum(first[1:], reach[:-1])
     return int(np.maximum(stop - begin, 0).sum())
+
+
+def _run(highs: highspy.Highs) -> None:
+    """``highs.run()``. HiGHS refuses to run on one thread when another user of highspy in
+    the process made its process-wide scheduler with more: the scheduler is then made
+    anew, once, and the run tried again."""
+    import highspy as hs
+
+    status = highs.run()
+    if status == hs.HighsStatus.kError and highs.getModelStatus() == hs.HighsModelStatus.kNotset:
+        hs.Highs.resetGlobalScheduler(True)
+        status = highs.run()
+    _check_status(status, "run")
 
 
 def _set_option(highs: highspy.Highs, name: str, value: bool | float | str) -> None:

@@ -39,6 +39,22 @@ class PlanningError(RuntimeError):
         return type(self), (str(self), self.tensor_index)
 
 
+class Budget(NamedTuple):
+    """What ``algorithm="best"`` may spend: ``work`` units of work (None: the default,
+    ``cadence_memplan.api.DEFAULT_WORK_BUDGET``), the plan then a function of the input
+    alone, and an optional wall-clock cap of ``ms`` milliseconds (None: none), the one
+    setting under which the plan may vary from run to run (see :func:`cadence_memplan.plan`).
+    How the library's flows (``planning.py``, the command line) pass ``plan``'s
+    ``work_budget`` and ``budget_ms`` along."""
+
+    work: int | None = None
+    ms: float | None = None
+
+
+#: The default budget: ``best``'s default work, no wall-clock cap.
+DEFAULT_BUDGET = Budget()
+
+
 class Preplaced(NamedTuple):
     """Tensors already in a memory before the call (upstream's ``state.allocated_buffers``).
 
@@ -77,7 +93,9 @@ class PlanResult:
     of memory 1, when memory 1 keeps ``kept_bound`` bytes: no valid plan keeps more there,
     the objective's first term (always False for ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
     ``(milliseconds, total bufsize)`` each time the search's best plan improved, the first
-    entry its first plan.
+    entry its first plan. ``work`` (``"best"`` only, else 0) is the work the search spent,
+    in the units of ``work_budget``; ``cut_short`` is True when the wall-clock cap
+    ``budget_ms`` ended the search, the one case where the plan may change from run to run.
     """
 
     mem_ids: npt.NDArray[np.int64]
@@ -91,6 +109,8 @@ class PlanResult:
     lower_bound: int | None = None
     progress: tuple[tuple[float, int], ...] | None = None
     kept_bound: int | None = None
+    work: int = 0
+    cut_short: bool = False
 
 
 @dataclass(frozen=True)

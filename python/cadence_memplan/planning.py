@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ._types import UPSTREAM_ALGORITHMS, Objective, PlanningError
+from ._types import DEFAULT_BUDGET, UPSTREAM_ALGORITHMS, Budget, Objective, PlanningError
 from ._validation import closest
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
@@ -254,6 +254,10 @@ class InputPlan:
     # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
     # Reorder: peak-live and arena before and after, the bound, what moved).
     reorder: Any = None
+    # best's work (PlanResult.work: in all, for a model) and whether its wall-clock cap
+    # ended the search, the one case in which the plan depends on the machine's speed.
+    work: int = 0
+    cut_short: bool = False
 
     @property
     def placer_seconds(self) -> float:
@@ -278,7 +282,7 @@ def plan_input(
     lowering: str,
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     objective: Objective = "bytes",
     reorder: bool = False,
     progress: Progress | None = None,
@@ -286,8 +290,8 @@ def plan_input(
     """Plan an input (a name, a path, or one :func:`load_input` returned) for
     ``memories`` with ``algorithm``. A model goes through a whole ``to_executorch`` with
     our ``CadenceMemoryPlanning`` in the backend config of ``lowering``;
-    ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget_ms`` caps ``best``'s
-    search; ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
+    ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget`` is ``best``'s
+    (its work, and an optional wall-clock cap); ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
     ``reorder`` (models only) lets the pass plan better node orders too. Raises :class:`DoesNotFit` when a tensor fits nowhere."""
     progress = progress or _quiet
     loaded = _loaded(source, lowering, progress)
@@ -296,7 +300,7 @@ def plan_input(
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if not loaded.input.is_model:
         progress(f"planning {len(loaded.labels):,} tensors")
-        table, seconds, result = _plan_arrays(loaded, memories, algorithm, budget_ms)
+        table, seconds, result = _plan_arrays(loaded, memories, algorithm, budget)
         best = algorithm == "best"
         return InputPlan(
             loaded.input, memories, algorithm, None, table, {OURS: seconds},
@@ -305,6 +309,7 @@ def plan_input(
             lower_bound=result.lower_bound if best else None,
             kept_bound=result.kept_bound if best else None,
             kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
+            work=result.work, cut_short=result.cut_short,
         )  # fmt: skip
     from .cadence.lowering import lower_and_plan
     from .cadence.memory_planning import CadenceMemoryPlanning
@@ -313,14 +318,14 @@ def plan_input(
     with _model_failures():
         ours = lower_and_plan(
             loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
-            alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering, objective=objective,
+            alloc_outputs, "C++ core", budget, lowering=loaded.lowering, objective=objective,
             reorder=reorder,
         )  # fmt: skip
     kept, kept_bound = ours.kept if ours.kept is not None else (None, None)
     return InputPlan(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
-        objective=objective, reorder=ours.reorder,
+        objective=objective, reorder=ours.reorder, work=ours.work, cut_short=ours.cut_short,
     )  # fmt: skip
 
 
@@ -328,10 +333,11 @@ def _plan_arrays(
     loaded: LoadedInput,
     memories: Sequence[Memory],
     algorithm: str,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     placer: Callable[..., Any] = plan,
 ) -> tuple[TensorTable, float, Any]:
-    """(the plan, the placer's seconds, the placer's PlanResult)."""
+    """(the plan, the placer's seconds, the placer's PlanResult); ``budget`` is ``best``'s,
+    and only ``best``'s: upstream's placers (and the reference's) take none."""
     starts, ends, sizes = loaded.arrays()
     began = time.perf_counter()
     try:
@@ -342,7 +348,7 @@ def _plan_arrays(
             [memory.size for memory in memories],
             [memory.alignment for memory in memories],
             algorithm=algorithm,
-            **({} if budget_ms is None else {"budget_ms": budget_ms}),
+            **({"work_budget": budget.work, "budget_ms": budget.ms} if algorithm == "best" else {}),
         )
     except PlanningError as error:
         raise _arrays_failure(loaded, error) from error
@@ -545,7 +551,7 @@ def sweep_input(
     lowering: str,
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     progress: Progress | None = None,
     step_done: Callable[[int, int], None] | None = None,
 ) -> list[SweepRow]:
@@ -557,17 +563,14 @@ def sweep_input(
     loaded = _loaded(source, lowering, progress)
     if loaded.input.is_model:
         plan_at = _model_planner(
-            loaded, memories, varied, sizes, algorithm, alloc_inputs, alloc_outputs, budget_ms,
+            loaded, memories, varied, sizes, algorithm, alloc_inputs, alloc_outputs, budget,
             progress,
         )  # fmt: skip
     else:
         starts, ends, tensor_sizes = loaded.arrays()
         what = "buffer" if loaded.input.kind == "csv" else "tensor"
         names = [f"{what} {name!r}" for name in loaded.labels]
-        plan_at = arrays_planner(
-            starts, ends, tensor_sizes, algorithm, names,
-            **({} if budget_ms is None else {"budget_ms": budget_ms}),
-        )  # fmt: skip
+        plan_at = arrays_planner(starts, ends, tensor_sizes, algorithm, names, budget)
 
     def checked(config: Sequence[Memory]) -> Planned | str:
         outcome = plan_at(config)
@@ -590,7 +593,7 @@ def _model_planner(
     algorithm: str,
     alloc_inputs: bool,
     alloc_outputs: bool,
-    budget_ms: float | None,
+    budget: Budget,
     progress: Progress,
 ) -> Callable[[Sequence[Memory]], Planned | str]:
     """Lower the model once; ``plan_at`` re-runs only its memory planning."""
@@ -601,8 +604,8 @@ def _model_planner(
     largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
     try:
         replanner = Replanner(
-            loaded.edge_copy(), largest, algorithm, alloc_inputs, alloc_outputs,
-            budget_ms if algorithm == "best" else None, lowering=loaded.lowering,
+            loaded.edge_copy(), largest, algorithm, alloc_inputs, alloc_outputs, budget,
+            lowering=loaded.lowering,
         )  # fmt: skip
     except ValueError as error:  # a graph with control flow: planned more than once
         raise LoweringError(f"cannot sweep {loaded.input.label}: {error}") from error

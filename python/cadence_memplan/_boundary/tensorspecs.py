@@ -40,7 +40,7 @@ import gc
 import math
 from array import array
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -54,6 +54,7 @@ from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
 from executorch.exir.tensor import TensorSpec
 
 from .. import _core
+from .._signals import sigint_deferred
 from .._validation import MAX_BYTE_VALUE, as_int64
 from . import upstream
 
@@ -99,6 +100,7 @@ __all__ = [
     "shift_offsets",
     "sized_lifetimes",
     "write_placements",
+    "written_whole",
 ]
 
 # The limits of the policy above.
@@ -541,6 +543,21 @@ def write_placements(
     """Sets each spec's ``mem_id`` and ``mem_offset``, as Python ints, by C-level loops."""
     set_column(specs, "mem_id", mem_ids.tolist())
     set_column(specs, "mem_offset", offsets.tolist())
+
+
+@contextmanager
+def written_whole(specs: list[TensorSpec]) -> Iterator[Callable[[], bool]]:
+    """A block that writes the specs' placements (:func:`write_placements`) whole or not at
+    all. A SIGINT during it is held back (``_signals.sigint_deferred``); when one came, every
+    spec's ``mem_id`` and ``mem_offset`` are put back as they were before the block, and
+    KeyboardInterrupt is raised when it ends: a planner that raises leaves every spec as it
+    found them. Yields whether a SIGINT came, for the caller to put back its own state."""
+    mem_ids, offsets = column(specs, "mem_id"), column(specs, "mem_offset")
+    with sigint_deferred() as interrupted:
+        yield interrupted
+        if interrupted():
+            set_column(specs, "mem_id", mem_ids)
+            set_column(specs, "mem_offset", offsets)
 
 
 def preset_mem_ids(specs: list[TensorSpec]) -> list[Any]:

@@ -25,7 +25,7 @@ from executorch.exir.tensor import TensorSpec
 
 from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
-from .._types import ALGORITHMS
+from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget
 from ..io.memories import Memory
 from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
@@ -133,6 +133,10 @@ class LoweredPlan:
     # (with several calls, no one bound covers the program).
     kept: tuple[int, int] | None = None
     reorder: Any = None  # with reorder=True: what it did (cadence_memplan.scheduling.Reorder)
+    # "best"'s work over every placer call (PlanResult.work), and whether the wall-clock cap
+    # ended one; 0 and False for the other placers.
+    work: int = 0
+    cut_short: bool = False
 
 
 def program_table(
@@ -216,7 +220,7 @@ def lower_and_plan(
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
     who: str = "C++ core",
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     *,
     lowering: str,
     objective: str = "bytes",
@@ -224,8 +228,8 @@ def lower_and_plan(
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
     ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
-    ``lowering`` that made ``edge``; raises what the pass raises. ``budget_ms`` caps our
-    ``"best"`` placer's search (None: its default); ``objective`` is its objective;
+    ``lowering`` that made ``edge``; raises what the pass raises. ``budget`` is our
+    ``"best"`` placer's (``Budget()``: its default); ``objective`` is its objective;
     ``reorder`` our pass's (it plans better node orders too)."""
     pass_ = planning_class(
         memory_config(memories),
@@ -235,8 +239,8 @@ def lower_and_plan(
         alloc_graph_output=alloc_outputs,
         **({"reorder": True} if reorder else {}),
     )
-    if budget_ms is not None:
-        pass_.algo.budget_ms = budget_ms
+    if budget != DEFAULT_BUDGET:  # ours only: upstream's placers have no budget
+        pass_.algo.work_budget, pass_.algo.budget_ms = budget
     if objective != "bytes":
         pass_.algo.objective = objective
     planning = TimedPlanning(pass_)
@@ -259,7 +263,10 @@ def lower_and_plan(
         kept = (pass_.algo.last_kept, result.kept_bound)
     if reordered is not None:
         timings["reorder (all its plans)"] = reordered.seconds
-    return LoweredPlan(program, table, node_names, timings, strategy, kept, reordered)
+    work, cut_short = getattr(pass_.algo, "work", 0), getattr(pass_.algo, "cut_short", False)
+    return LoweredPlan(
+        program, table, node_names, timings, strategy, kept, reordered, work, cut_short
+    )
 
 
 def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:

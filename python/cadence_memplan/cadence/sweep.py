@@ -30,7 +30,7 @@ from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
 
-from .._types import ALGORITHMS
+from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget
 from ..io.memories import Memory
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
@@ -126,11 +126,11 @@ class Replanner:
         algorithm: str,
         alloc_inputs: bool = True,
         alloc_outputs: bool = True,
-        budget_ms: float | None = None,
+        budget: Budget = DEFAULT_BUDGET,
         *,
         lowering: str,
     ) -> None:
-        self.budget_ms = budget_ms  # our "best" placer's cap (None: its default)
+        self.budget = budget  # our "best" placer's (Budget(): its default)
         self.mem_algo = ALGORITHMS.index(algorithm)
         self.alloc_inputs = alloc_inputs
         self.alloc_outputs = alloc_outputs
@@ -141,8 +141,7 @@ class Replanner:
             alloc_graph_input=alloc_inputs,
             alloc_graph_output=alloc_outputs,
         )
-        if budget_ms is not None:
-            planning.algo.budget_ms = budget_ms
+        planning.algo.work_budget, planning.algo.budget_ms = budget
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         try:
@@ -175,8 +174,7 @@ class Replanner:
             self.alloc_outputs,
             None,
         )[self.mem_algo if algorithm is None else ALGORITHMS.index(algorithm)]
-        if self.budget_ms is not None:
-            algo.budget_ms = self.budget_ms
+        algo.work_budget, algo.budget_ms = self.budget
         try:
             with deferred_recompile(call.graph_module):
                 algo(

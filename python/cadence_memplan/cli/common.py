@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._types import ALGORITHMS
-from ..api import DEFAULT_BUDGET_MS
+from .._types import ALGORITHMS, Budget
+from ..api import DEFAULT_WORK_BUDGET
 from ..cadence import LOWERINGS
 from ..io.memories import (
     DEFAULT_MEMORY_SPEC,
@@ -66,8 +66,8 @@ class Progress:
 
 
 def add_planning_options(parser: argparse.ArgumentParser) -> None:
-    """--memory/--memory-config, --algo, --budget, --lowering, --alloc-inputs/outputs: how
-    to plan, the same for plan and sweep."""
+    """--memory/--memory-config, --algo, --work, --budget, --lowering,
+    --alloc-inputs/outputs: how to plan, the same for plan and sweep."""
     memory = parser.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
@@ -91,11 +91,19 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         " (ours, mem_algo=2) (default: %(default)s)",
     )
     parser.add_argument(
+        "--work",
+        metavar="N",
+        type=_work,
+        help="with --algo best: the units of work its search may spend; counted, not timed,"
+        " so the plan is the same on every run and machine (a unit is about 20 µs on one"
+        f" core) (default: {DEFAULT_WORK_BUDGET:,})",
+    )
+    parser.add_argument(
         "--budget",
         metavar="MS",
         type=_budget,
-        help="with --algo best: stop its search after MS milliseconds (checked between"
-        f" candidate plans) (default: {DEFAULT_BUDGET_MS:g})",
+        help="with --algo best: also stop its search after MS milliseconds of wall time; the"
+        " plan then depends on the machine's speed and load (default: no cap)",
     )
     parser.add_argument(
         "--lowering",
@@ -167,17 +175,26 @@ def _budget(text: str) -> float:
     return value
 
 
-def budget_from_arguments(arguments: argparse.Namespace) -> float:
-    """``--budget`` (best's search cap, ms), refused with another placer, which does not
-    search."""
-    if arguments.budget is None:
-        return DEFAULT_BUDGET_MS
-    if arguments.algo != "best":
-        raise CliError(
-            f"--budget applies to --algo best only (--algo {arguments.algo} places every"
-            " tensor once, without a search)"
-        )
-    return float(arguments.budget)
+def _work(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of units >= 0")
+    return value
+
+
+def budget_from_arguments(arguments: argparse.Namespace) -> Budget:
+    """``--work`` and ``--budget`` (best's work and wall-clock cap), refused with another
+    placer, which does not search."""
+    for option, value in (("--work", arguments.work), ("--budget", arguments.budget)):
+        if value is not None and arguments.algo != "best":
+            raise CliError(
+                f"{option} applies to --algo best only (--algo {arguments.algo} places every"
+                " tensor once, without a search)"
+            )
+    return Budget(arguments.work, arguments.budget)
 
 
 def checked_outputs(

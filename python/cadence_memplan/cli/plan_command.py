@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._types import OBJECTIVES
+from .._types import OBJECTIVES, Budget
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
@@ -165,7 +165,7 @@ def run(arguments: argparse.Namespace) -> int:
     model_options(arguments, what.is_model)
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
-    budget_ms = budget_from_arguments(arguments)
+    budget = budget_from_arguments(arguments)
     if arguments.reorder and not what.is_model:
         raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if arguments.objective is not None:
@@ -173,8 +173,8 @@ def run(arguments: argparse.Namespace) -> int:
             raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
         if not what.is_model:
             raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
-    ours, upstream, comparison = _plan(arguments, what, memories, budget_ms, progress)
-    same, problem, names = _print(arguments, ours, upstream, comparison, budget_ms)
+    ours, upstream, comparison = _plan(arguments, what, memories, budget, progress)
+    same, problem, names = _print(arguments, ours, upstream, comparison, budget)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
@@ -192,7 +192,7 @@ def _plan(
     arguments: argparse.Namespace,
     what: Input,
     memories: Sequence[Memory],
-    budget_ms: float,
+    budget: Budget,
     progress: Progress,
 ) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
     """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
@@ -209,7 +209,7 @@ def _plan(
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")
         ours = plan_input(
             loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
-            budget_ms=budget_ms if algorithm == "best" else None,
+            budget=budget,
             objective=arguments.objective or "bytes", reorder=arguments.reorder, **options,
         )  # fmt: skip
         upstream: list[UpstreamPlan] = []
@@ -228,7 +228,7 @@ def _print(
     ours: InputPlan,
     upstream: Sequence[UpstreamPlan],
     comparison: Comparison | None,
-    budget_ms: float,
+    budget: Budget,
 ) -> tuple[bool, str | None, TensorNames]:
     """Print the report; return (the comparison agreed, the validator's problem, the
     tensors' names for the outputs)."""
@@ -250,7 +250,8 @@ def _print(
         print_reorder(ours.reorder)
     if algorithm == "best":
         print_best_summary(
-            table, memories, ours.strategy, ours.placer_seconds, budget_ms,
+            table, memories, ours.strategy, ours.placer_seconds, ours.work, ours.cut_short,
+            budget,
             [(rival.algorithm, rival.table) for rival in upstream],
         )  # fmt: skip
     same = True

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .._types import Budget
 from ..analysis.diff import MemoryChange, PlanDiff
 from ..analysis.explain import MemoryPeak
+from ..api import DEFAULT_WORK_BUDGET
 from ..io.memories import Memory
 from ..stats import (
     TensorTable,
@@ -262,26 +264,34 @@ def print_best_summary(
     memories: Sequence[Memory],
     strategy: str | None,
     seconds: float,
-    budget_ms: float,
+    work: int,
+    cut_short: bool,
+    budget: Budget,
     upstream: Sequence[tuple[str, TensorTable | None]],
 ) -> None:
-    """What ``--algo best`` did: the winning strategy and the time against the budget,
-    whether the plan is one of upstream's placers' (``upstream``: name and plan, position
-    first; None for a placer that does not fit), and each memory's peak usage and sum of
-    sizes against position's plan whenever they differ (best may raise one memory's peak
-    to keep bytes in a faster one)."""
-    budget = format_seconds(budget_ms / 1e3)
+    """What ``--algo best`` did: the winning strategy, the work spent against the budget
+    (and the wall-clock cap, when it ended the search), whether the plan is one of
+    upstream's placers' (``upstream``: name and plan, position first; None for a placer
+    that does not fit), and each memory's peak usage and sum of sizes against position's
+    plan whenever they differ (best may raise one memory's peak to keep bytes in a faster
+    one)."""
     winner = f"the {strategy}" if strategy else "an unnamed strategy"
-    # The core checks its budget between candidate plans, so a search it stopped ends at
-    # or just after the budget; the placer's time also holds reading and writing the plan.
-    if seconds * 1e3 >= budget_ms:
+    allowed = DEFAULT_WORK_BUDGET if budget.work is None else budget.work
+    if cut_short:
         print(
-            f"best: searched for {format_seconds(seconds)}, all of its budget ({budget}; more"
-            f" with --budget MS might find a smaller plan), and kept the plan of {winner}"
+            f"best: stopped by the --budget cap after {format_seconds(seconds)}, and kept the"
+            f" plan of {winner}; this plan depends on the machine's speed and load"
+        )
+    elif work >= allowed:
+        print(
+            f"best: searched for {format_seconds(seconds)}, its whole budget ({allowed:,} units"
+            f" of work; more with --work N might find a smaller plan), and kept the plan of"
+            f" {winner}"
         )
     else:
         print(
-            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} (budget {budget})"
+            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} ({work:,} of"
+            f" {allowed:,} units of work)"
         )
     for name, plan in upstream:
         if plan is None:

@@ -95,7 +95,7 @@ def run(arguments: argparse.Namespace) -> int:
         inputs=[what.path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
-    budget_ms = budget_from_arguments(arguments)
+    budget = budget_from_arguments(arguments)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
         what = resolve_input("synthetic")
@@ -124,7 +124,7 @@ def run(arguments: argparse.Namespace) -> int:
         rows = sweep_input(
             loaded, memories, varied, sizes, arguments.algo, lowering=arguments.lowering,
             alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
-            budget_ms=budget_ms if arguments.algo == "best" else None, progress=progress,
+            budget=budget, progress=progress,
             step_done=step_done,
         )  # fmt: skip
         seconds = time.perf_counter() - began
