@@ -824,21 +824,36 @@ def test_best_says_when_it_returns_an_upstream_plan(tmp_path: Path) -> None:
 
 
 def test_best_budget(small_csv: Path) -> None:
-    """--budget 0 stops the search after its first candidates, and the report says so."""
-    result = run(small_csv, "--memory", TRADE_MEMORIES, "--algo", "best", "--budget", "0", "-q")
+    """--work 0 stops the search after its first candidates and --budget 0 (the wall-clock
+    cap) too, and the report says which, and that the second plan depends on the
+    machine."""
+    best = ("--memory", TRADE_MEMORIES, "--algo", "best", "-q")
+    result = run(small_csv, *best, "--work", "0")
     assert result.returncode == 0, result.stderr
     assert re.search(
-        r"^best: searched for [0-9.]+ [µm]?s, all of its budget \(0 µs; more with --budget MS"
-        r" might find a smaller plan\), and kept the plan of the ", result.stdout, re.MULTILINE,
+        r"^best: searched for [0-9.]+ [µm]?s, its whole budget \(0 units of work; more with"
+        r" --work N might find a smaller plan\), and kept the plan of the ", result.stdout,
+        re.MULTILINE,
+    )  # fmt: skip
+    assert "depends on the machine" not in result.stdout
+    capped = run(small_csv, *best, "--budget", "0")
+    assert capped.returncode == 0, capped.stderr
+    assert re.search(
+        r"^best: stopped by the --budget cap after [0-9.]+ [µm]?s, and kept the plan of the .*;"
+        r" this plan depends on the machine's speed and load$", capped.stdout, re.MULTILINE,
     )  # fmt: skip
     swept = run("sweep", small_csv, "--memory", TRADE_MEMORIES, "--vary", "1", "--sizes",
-                "3KiB:4KiB:3", "--algo", "best", "--budget", "50", "-q")  # fmt: skip
+                "3KiB:4KiB:3", "--algo", "best", "--work", "5000", "-q")  # fmt: skip
     assert swept.returncode == 0, swept.stderr
-    for arguments in (["--budget", "10"], ["--algo", "best", "--budget", "-1"]):
+    for arguments in (
+        ["--budget", "10"], ["--work", "10"], ["--algo", "best", "--budget", "-1"],
+        ["--algo", "best", "--work", "-1"], ["--algo", "best", "--work", "lots"],
+    ):  # fmt: skip
         refused = run(small_csv, *arguments)
         assert refused.returncode == 2
         assert len(refused.stderr.splitlines()) == 1
     assert "--budget applies to --algo best only" in run(small_csv, "--budget", "10").stderr
+    assert "--work applies to --algo best only" in run(small_csv, "--work", "10").stderr
 
 
 @pytest.mark.executorch
