@@ -185,20 +185,23 @@ def _and_list(names: Sequence[str]) -> str:
 def _optimality_line(
     optimality: Optimality, memories: Sequence[Memory], stats: Sequence[MemoryStats]
 ) -> str:
+    """What ``best`` proved, in words that hold for every plan of the input: with one
+    memory the bound is on its bufsize; in a hierarchy, on what memory 1 keeps, and with
+    every tensor kept there, on the bufsize of the plans that keep them all there."""
     fast = memories[0].name
     lower_bound = optimality.lower_bound
+    # A memory that holds no tensor has nothing to prove.
+    others = list(zip(memories[1:], stats[1:], strict=True))
+    held = [memory.name for memory, stat in others if stat.tensor_count]
+    empty = [memory.name for memory, stat in others if not stat.tensor_count]
+    none = ""
+    if empty:
+        none = f"; {_and_list(empty)} {'holds' if len(empty) == 1 else 'hold'} no tensor"
     if lower_bound is None:
         if optimality.kept_bound is None:
             return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
         if not optimality.proved_optimal:
             return f"optimality: not proved ({fast} may keep more; see the bound above)"
-        # A memory that holds no tensor has nothing to prove.
-        others = list(zip(memories[1:], stats[1:], strict=True))
-        held = [memory.name for memory, stat in others if stat.tensor_count]
-        empty = [memory.name for memory, stat in others if not stat.tensor_count]
-        none = ""
-        if empty:
-            none = f"; {_and_list(empty)} {'holds' if len(empty) == 1 else 'hold'} no tensor"
         if held:
             return (
                 f"optimality: {fast} proved as full as it can be (no plan keeps more there);"
@@ -213,10 +216,23 @@ def _optimality_line(
             f"optimality: every tensor in {fast}, as full as it can be; its peak usage is not"
             f" proved the smallest{none}"
         )
-    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)}) in all memories"
+    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)})"
+    if len(memories) == 1:
+        if optimality.proved_optimal:
+            return f"optimality: proved optimal, bufsize = lower bound {bound}"
+        return f"optimality: not proved; proved lower bound on the bufsize {bound}"
+    # Nothing lies outside memory 1 (the core sets lower_bound only then): no plan keeps
+    # more there, and the bound holds for the plans that keep every tensor there.
+    every = f"every tensor in {fast} (no plan keeps more there)"
     if optimality.proved_optimal:
-        return f"optimality: proved optimal, total bufsize = lower bound {bound}"
-    return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
+        return (
+            f"optimality: proved optimal: {every}, in {bound}, the least any plan that keeps"
+            f" them all there needs{none}"
+        )
+    return (
+        f"optimality: not proved: {every}; a plan that keeps them all there needs at least"
+        f" {bound}{none}"
+    )
 
 
 def percent_used(usage: int, size: int) -> str:
