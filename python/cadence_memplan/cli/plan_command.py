@@ -115,7 +115,8 @@ def add_parser(commands: Any) -> None:
         "--explain",
         action="store_true",
         help="explain each memory's peak: the live tensors and the holes at the node where"
-        " its live bytes peak, and the gap between its peak usage and the peak-live bound",
+        " its live bytes peak, and the gap between its peak usage and the peak live of its"
+        " tensors",
     )
     planner.add_argument(
         "--pte",
@@ -129,7 +130,8 @@ def add_parser(commands: Any) -> None:
         help="also plan with upstream's Python placer (models) or cadence_memplan.reference"
         " (CSV, synthetic) and check the placements are identical; with --algo best, plan"
         " with upstream's two placers (as the core reproduces them) and print all three side"
-        " by side",
+        " by side: what each keeps in the first memory, how much more best keeps, each"
+        " memory's peak usage",
     )
     planner.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     planner.add_argument(
