@@ -65,7 +65,7 @@ def test_csv_table_and_round_trips(small_csv: Path, tmp_path: Path, algorithm: s
         result = run(small_csv, "--memory", TWO_MEMORIES, "--algo", algorithm, "--out", out)
         assert result.returncode == 0, result.stderr
         assert "peak usage" in result.stdout
-        assert "peak live, lower bound" in result.stdout
+        assert "peak live of its tensors" in result.stdout
         assert f"12 tensors planned with {algorithm!r}" in result.stdout
         assert "overall peak:" in result.stdout
         assert "planning time: placer" in result.stdout
@@ -803,8 +803,8 @@ def test_best_names_its_strategy_and_shows_the_trade_against_position(small_csv:
     kept = int(sizes[position.mem_ids == 2].sum() - sizes[best.mem_ids == 2].sum())
     assert kept > 0
     assert (
-        f"best: {kept} B less outside mem1 than position (sum of sizes); it raises the peak"
-        f" usage of {', '.join(raised)}"
+        f"best: {kept} B less outside mem1 than position (sum of sizes over the run); it raises"
+        f" the peak usage of {', '.join(raised)}"
     ) in result.stdout
 
 
@@ -911,8 +911,8 @@ def test_best_where_upstream_placers_do_not_fit(small_csv: Path) -> None:
 
 
 def test_report_never_rounds_to_optimal_or_full(capsys: pytest.CaptureFixture[str]) -> None:
-    """usage / bound prints 1.000x only when usage equals the bound (the README calls
-    1.000x optimal), and "used" 100.0% only for a memory full to its last byte."""
+    """usage / peak live prints 1.000x only when usage equals the peak live (the README
+    calls 1.000x no gap), and "used" 100.0% only for a memory full to its last byte."""
     from cadence_memplan.cli.printing import print_report
     from cadence_memplan.io import parse_memory_spec
     from cadence_memplan.stats import TensorTable

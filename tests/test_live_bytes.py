@@ -116,7 +116,7 @@ def test_cli_overall_peak_of_the_cnn_counts_cadence_in_place_ops_once(tmp_path: 
     assert result.returncode == 0, result.stderr
     rows = report_rows(result.stdout)
     usage = sum(number(row[3]) for row in rows.values())
-    match = re.search(r"^overall peak: ([0-9,]+) bytes .*; (\d+) tensor\(s\) inside another's"
+    match = re.search(r"^overall peak: ([0-9,]+) bytes .*; (\d+) tensors inside another's"
                       " storage add no bytes of their own$", result.stdout, re.MULTILINE)  # fmt: skip
     assert match is not None, result.stdout
     assert int(match.group(2)) > 0

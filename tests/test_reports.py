@@ -87,7 +87,7 @@ def assert_same_tables(
     their_rows, our_rows = table_rows(theirs[0]), table_rows(ours[0])
     assert [row[:4] for row in our_rows] == their_rows
     assert our_rows[0][4:] == list(reports.PER_MEMORY_HEADERS[4:])
-    for row in our_rows[1:]:  # usage / bound, from the two columns before it
+    for row in our_rows[1:]:  # usage / peak live, from the two columns before it
         usage, bound = int(row[3]), int(row[4])
         assert row[5] == (f"{usage / bound:.3f}x" if bound > 0 else "-")
     assert ours[1] == theirs[1]

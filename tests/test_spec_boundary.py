@@ -27,11 +27,11 @@ BY_NAME = frozenset(
 
 # Receivers (the name before the dot) that are not TensorSpecs.
 NOT_SPECS = {
-    "memory": "io/memories.py's Memory, and its diff and peak in cli/printing.py",
-    "m": "cli/printing.py: a memory's diff",
-    "peak": "cli/printing.py: a memory's peak (analysis/explain.py)",
-    "names": "cli/printing.py: TensorNames",
-    "self": "cli/printing.py: TensorNames' own lifetime()",
+    "memory": "io/memories.py's Memory, its diff (cli/diff_command.py), its peak (cli/explaining.py)",
+    "m": "cli/diff_command.py: a memory's diff",
+    "peak": "cli/explaining.py: a memory's peak (analysis/explain.py)",
+    "names": "cli/explaining.py: TensorNames",
+    "self": "cli/explaining.py: TensorNames' own lifetime()",
     "bank": "exir's Bank (exir/planners.py's bank records)",
     "planning": "exir's MemoryPlanningPass (its alignment)",
     "call": "cadence/sweep.py's recorded call (its alignment)",

@@ -41,7 +41,7 @@ from .api import plan, validate
 from .io.memories import Memory
 from .io.minimalloc import read_minimalloc_csv
 from .models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
-from .stats import TensorTable, format_bytes, peak_live_bytes
+from .stats import TensorTable, format_bytes, peak_live_bytes, plural
 from .synthetic import synthetic_graph
 
 __all__ = [
@@ -251,6 +251,9 @@ class InputPlan:
     # which terms those are; with kept_bound (a model's only with one placer call).
     kept: int | None = None
     objective: Objective = "bytes"
+    # objective="traffic" on a model: each row's weight in table (a tensor's size times 1 +
+    # its readers), for what another plan of the same rows keeps in those terms.
+    weights: np.ndarray[Any, Any] | None = None
     # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
     # Reorder: peak-live and arena before and after, the bound, what moved).
     reorder: Any = None
@@ -299,7 +302,7 @@ def plan_input(
     if reorder and not loaded.input.is_model:
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if not loaded.input.is_model:
-        progress(f"planning {len(loaded.labels):,} tensors")
+        progress(f"planning {plural(len(loaded.labels), 'tensor')}")
         table, seconds, result = _plan_arrays(loaded, memories, algorithm, budget)
         best = algorithm == "best"
         return InputPlan(
@@ -326,6 +329,7 @@ def plan_input(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
         objective=objective, reorder=ours.reorder, work=ours.work, cut_short=ours.cut_short,
+        weights=ours.weights,
     )  # fmt: skip
 
 

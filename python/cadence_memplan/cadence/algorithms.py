@@ -13,7 +13,7 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any, ClassVar
 
@@ -291,9 +291,17 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         check_choice("objective", self.objective, OBJECTIVES)
         if self.algorithm != "best" or self.objective == "bytes":
             return None
-        readers = spec_readers(graph_module)
-        counts = np.array([readers.get(id(spec), 0) for spec in specs], dtype=np.int64)
-        return sizes * (1 + counts)
+        return traffic_weights(specs, sizes, graph_module)
+
+
+def traffic_weights(
+    specs: Sequence[TensorSpec], sizes: npt.NDArray[np.int64], graph_module: Any
+) -> npt.NDArray[np.int64]:
+    """The traffic objective's weight of each spec (``sizes`` its sizes): its size times
+    (1 + the nodes that read it), the bytes written once and read by each reader."""
+    readers = spec_readers(graph_module)
+    counts = np.array([readers.get(id(spec), 0) for spec in specs], dtype=np.int64)
+    return sizes * (1 + counts)
 
 
 def spec_readers(graph_module: Any) -> dict[int, int]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
@@ -29,6 +30,7 @@ from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget
 from ..io.memories import Memory
 from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
+from .algorithms import traffic_weights
 from .compiler import cadence_backend_config, import_cadence_compiler
 from .storage_sharing import op_name, storage_sharing_spec_ids
 
@@ -137,6 +139,8 @@ class LoweredPlan:
     # ended one; 0 and False for the other placers.
     work: int = 0
     cut_short: bool = False
+    # objective="traffic": each row's weight in the table (PlannedSpecs.traffic), else None
+    weights: npt.NDArray[np.int64] | None = None
 
 
 def program_table(
@@ -170,6 +174,7 @@ class PlannedSpecs:
         alloc_inputs: bool,
         alloc_outputs: bool,
     ) -> None:
+        self.graph_module = graph_module
         nodes = list(graph_module.graph.nodes)
         spec_names: dict[int, str] = {}
         for node in nodes:
@@ -193,6 +198,11 @@ class PlannedSpecs:
         shared = storage_sharing_spec_ids(graph_module)
         self.shares_storage = np.array([id(spec) in shared for spec in self.specs], dtype=bool)
         self.sizes = allocated_sizes(self.specs)
+
+    def traffic(self) -> npt.NDArray[np.int64]:
+        """Per row of :meth:`table`, the traffic objective's weight, as ``best`` weighs it
+        (:func:`~cadence_memplan.cadence.algorithms.traffic_weights`)."""
+        return traffic_weights(self.specs, self.sizes, self.graph_module)[placed_mask(self.specs)]
 
     def table(self) -> TensorTable:
         """The placed specs (those with a ``mem_id`` and a ``mem_offset``), as they are now."""
@@ -263,9 +273,15 @@ def lower_and_plan(
         kept = (pass_.algo.last_kept, result.kept_bound)
     if reordered is not None:
         timings["reorder (all its plans)"] = reordered.seconds
+    weights = None
+    if objective == "traffic":  # its rows are program_table's
+        exported = program.exported_program()
+        weights = PlannedSpecs(
+            exported.graph_module, exported.graph_signature, alloc_inputs, alloc_outputs
+        ).traffic()
     work, cut_short = getattr(pass_.algo, "work", 0), getattr(pass_.algo, "cut_short", False)
     return LoweredPlan(
-        program, table, node_names, timings, strategy, kept, reordered, work, cut_short
+        program, table, node_names, timings, strategy, kept, reordered, work, cut_short, weights
     )
 
 

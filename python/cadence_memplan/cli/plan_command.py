@@ -30,7 +30,7 @@ from ..planning import (
     resolve_input,
     upstream_placer_plans,
 )
-from ..stats import TensorTable
+from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
@@ -48,13 +48,13 @@ from .common import (
     warn,
     writing_outputs,
 )
+from .explaining import TensorNames, print_explanation
 from .plot_axes import PLOT_SUFFIXES
 from .printing import (
     Optimality,
-    TensorNames,
     print_best_summary,
     print_comparison,
-    print_explanation,
+    print_kept_traffic,
     print_placer_comparison,
     print_reorder,
     print_report,
@@ -115,7 +115,8 @@ def add_parser(commands: Any) -> None:
         "--explain",
         action="store_true",
         help="explain each memory's peak: the live tensors and the holes at the node where"
-        " its live bytes peak, and the gap between its peak usage and the peak-live bound",
+        " its live bytes peak, and the gap between its peak usage and the peak live of its"
+        " tensors",
     )
     planner.add_argument(
         "--pte",
@@ -129,7 +130,8 @@ def add_parser(commands: Any) -> None:
         help="also plan with upstream's Python placer (models) or cadence_memplan.reference"
         " (CSV, synthetic) and check the placements are identical; with --algo best, plan"
         " with upstream's two placers (as the core reproduces them) and print all three side"
-        " by side",
+        " by side: what each keeps in the first memory, how much more best keeps, each"
+        " memory's peak usage",
     )
     planner.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     planner.add_argument(
@@ -248,16 +250,31 @@ def _print(
         print(f"lowering: {ours.lowering} ({LOWERING_DESCRIPTIONS[ours.lowering]})")
     if ours.reorder is not None:
         print_reorder(ours.reorder)
+    # The objective's weights are per row: they hold for another plan of the same rows.
+    weights = ours.weights
+    if weights is not None and any(
+        rival.table is not None and list(rival.table.labels) != list(table.labels)
+        for rival in upstream
+    ):
+        weights = None
     if algorithm == "best":
         print_best_summary(
             table, memories, ours.strategy, ours.placer_seconds, ours.work, ours.cut_short,
             budget,
             [(rival.algorithm, rival.table) for rival in upstream],
         )  # fmt: skip
+        if weights is not None and not arguments.compare:  # else the table says it
+            print_kept_traffic(
+                table, [(rival.algorithm, rival.table) for rival in upstream], memories, weights
+            )
     same = True
     if arguments.compare and algorithm == "best":
         rivals = [(p.algorithm, p.table, p.seconds or 0.0) for p in upstream if p.table is not None]
-        print_placer_comparison([("best", table, ours.placer_seconds), *rivals], memories)
+        # capacity-first's bound is in the objective's terms: printed only beside them.
+        bound = ours.kept_bound if (weights is None) == (ours.objective == "bytes") else None
+        print_placer_comparison(
+            [("best", table, ours.placer_seconds), *rivals], memories, bound, weights
+        )
     elif comparison is not None:
         same = print_comparison(
             table, comparison.table, ours.placer_seconds, comparison.seconds, comparison.who
@@ -379,7 +396,7 @@ def _write_minimalloc(
         ]
         written.append(
             f"wrote MiniMalloc solution: {path} (memory {memory.name}, capacity"
-            f" {memory.size:,} B: {len(rows):,} tensor(s)"
+            f" {memory.size:,} B: {plural(len(rows), 'tensor')}"
             + (f"; left out: {', '.join(left_out)}" if left_out else "")
             + ")"
         )

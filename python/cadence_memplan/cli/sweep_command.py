@@ -22,7 +22,7 @@ from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..models import DEFAULT_INPUT
 from ..planning import load_input, resolve_input, sweep_input
-from ..stats import format_bytes
+from ..stats import format_bytes, plural
 from .common import (
     CliError,
     Progress,
@@ -39,7 +39,7 @@ from .common import (
     writing_outputs,
 )
 from .plot_axes import PLOT_SUFFIXES
-from .printing import SUM_OF_SIZES_NOTE, format_seconds, plural, print_table
+from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
 
 def add_parser(commands: Any) -> None:
