@@ -45,8 +45,8 @@ else:
     memory = ([1 << 40], [16])
     work = None
 options = {{"algorithm": "best", "work_budget": work}}
-print("planning", flush=True)
 try:
+    print("planning", flush=True)  # inside: the signal may come at once
     cadence_memplan.plan(*arrays, *memory, **options)
 except KeyboardInterrupt:
     print(f"interrupted {{time.perf_counter() - arrived[0]:.3f}}", flush=True)

@@ -214,8 +214,8 @@ def test_ctrl_c_from_outside_stops_a_long_plan() -> None:
                 from cadence_memplan.synthetic import synthetic_graph
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 graph = synthetic_graph(3_000_000)
-                print("planning", flush=True)
                 try:
+                    print("planning", flush=True)  # inside: the signal may come at once
                     cadence_memplan.plan(*graph, [1 << 40], [16])
                 except KeyboardInterrupt:
                     print("interrupted", flush=True)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from cadence_memplan import _selection
 from cadence_memplan._selection import CapacitySelection, Selection
 
-pytest.importorskip("highspy")
+highspy = pytest.importorskip("highspy")
 
 # Work enough for these small programs to be solved to the end.
 WORK_LIMIT = 10**9

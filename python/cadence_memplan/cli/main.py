@@ -31,15 +31,20 @@ Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, low
 failed, an output could not be written), 2 usage error (bad option, missing or unreadable
 input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
 line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+
+A reader that goes away (``| head``, on stdout or stderr) stops only the printing, for
+every command: the work goes on and the outputs are written as without it
+(:class:`_ReaderMayLeave`), then the command exits 141 unless it failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn, TextIO
 
 from .. import __version__
 from .._validation import closest
@@ -131,24 +136,84 @@ def _misspelled_command(first: list[str]) -> str | None:
     )
 
 
-def _stdout_closed() -> int:
-    """The reader went away (``| head``): stop quietly, as a command killed by SIGPIPE would.
+class _ReaderMayLeave:
+    """sys.stdout or sys.stderr while a command runs. When its reader goes away (``| head``)
+    the rest of what is printed is dropped, instead of a BrokenPipeError ending the
+    command before it has written its outputs (the report is printed first): the printing
+    stops, the work does not. ``gone`` says whether it happened."""
 
-    stdout is pointed at devnull so that Python's own flush at exit cannot fail again.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_BROKEN_PIPE
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_went_away()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_went_away()
+
+    def _reader_went_away(self) -> None:
+        self.gone = True
+        # What the stream still buffers, the interpreter's flush at exit and C++ code that
+        # writes to the descriptor itself (HiGHS) then go to devnull instead of failing.
+        with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor
+            descriptor = self.stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, descriptor)
+            os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty, ...
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _readers_may_leave() -> Iterator[list[_ReaderMayLeave]]:
+    """sys.stdout and sys.stderr as :class:`_ReaderMayLeave` for the block, flushed at its
+    end (where a reader that left shows when the stream is buffered), then put back."""
+    saved = sys.stdout, sys.stderr
+    streams: list[_ReaderMayLeave] = []
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None:  # None under pythonw
+            streams.append(_ReaderMayLeave(stream))
+            setattr(sys, name, streams[-1])
+    try:
+        yield streams
+        for stream in streams:
+            stream.flush()
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
+    """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage,
+    141 a reader left: see the module's docstring)."""
+    with _readers_may_leave() as streams:
+        status, failed = _run(argv)
+    if any(stream.gone for stream in streams) and not failed:
+        return EXIT_BROKEN_PIPE  # as a command cut off by SIGPIPE, quietly
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
+    """Parse and run the command: (the exit status, whether it failed with an error)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
     commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
     misspelled = _misspelled_command(arguments_list[:1])
     if misspelled is not None:
         print(f"{PROG}: error: {misspelled}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE, True
     if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")
@@ -161,29 +226,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     try:
         arguments = parser.parse_args(arguments_list)
-    except BrokenPipeError:  # --help | head
-        return _stdout_closed()
     except SystemExit as exit_request:  # --help, --version, usage errors
         code = exit_request.code
-        return code if isinstance(code, int) else EXIT_USAGE
+        status = code if isinstance(code, int) else EXIT_USAGE
+        return status, status != 0
     debug = arguments.debug
     try:
         command = {"sweep": sweep_command, "diff": diff_command}.get(
             arguments.command, plan_command
         )
-        status: int = command.run(arguments)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
-        return status
-    except BrokenPipeError:
-        return _stdout_closed()
+        return command.run(arguments), False
     except CliError as error:
         if debug:
             raise
         print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
-        return error.exit_code
+        return error.exit_code, True
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED, True
     except Exception as error:
         if debug:
             raise
@@ -193,4 +253,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         # diff's 1 means "the plans differ", so its errors are 2, as diff(1)'s.
-        return EXIT_USAGE if arguments.command == "diff" else EXIT_PLANNING_FAILED
+        return (EXIT_USAGE if arguments.command == "diff" else EXIT_PLANNING_FAILED), True
