@@ -98,7 +98,7 @@ _INT64_MAX = (1 << 63) - 1
 # Up to this many nonzeros, HiGHS keeps its presolve and feasibility jump (see _model).
 _SMALL_MODEL_NONZEROS = 20_000
 
-#: Work (``best``'s units, about 20 µs each): the nonzeros of a model built per unit, and
+#: Work (``best``'s units, about 15 µs each): the nonzeros of a model built per unit, and
 #: the units per interrupt callback and per branch and bound node of HiGHS (the module's
 #: "Work, not time"; docs/best.md, "Budget, threads, determinism").
 NONZEROS_PER_WORK = 16

@@ -45,8 +45,9 @@ __all__ = [
 ]
 
 #: ``algorithm="best"``'s default work budget, in units of work (a node of the exact
-#: search; docs/best.md, "Budget, threads, determinism"): about five seconds of one core
-#: where it was calibrated, spent only while the plan is not proved optimal.
+#: search; docs/best.md, "Budget, threads, determinism"): what the old five-second default
+#: spent (6.5 s on the hardest challenging instance here), spent only while the plan is not
+#: proved optimal.
 DEFAULT_WORK_BUDGET: int = _core.DEFAULT_BEST_WORK
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -235,7 +236,7 @@ def plan(
     memory 1 with the exact search. It is never worse than both upstream placers.
     ``PlanResult.proved_optimal`` and ``PlanResult.lower_bound`` say what it proved,
     ``PlanResult.strategy`` what found the plan, ``PlanResult.progress`` how the plan
-    improved over time. ``work_budget`` (None: :data:`DEFAULT_WORK_BUDGET`, about five
+    improved over time. ``work_budget`` (None: :data:`DEFAULT_WORK_BUDGET`, a few
     seconds) caps the search in counted units of work, never in time, so the plan is a
     function of the arguments alone: the same on every run, whatever the load of the
     machine or ``threads`` (docs/best.md, "Budget, threads, determinism"). It is spent

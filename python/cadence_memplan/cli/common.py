@@ -95,7 +95,7 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         type=_work,
         help="with --algo best: the units of work its search may spend; counted, not timed,"
-        " so the plan is the same on every run and machine (a unit is about 20 µs on one"
+        " so the plan is the same on every run and machine (a unit is about 15 µs on one"
         f" core) (default: {DEFAULT_WORK_BUDGET:,})",
     )
     parser.add_argument(
