@@ -172,7 +172,7 @@ class Row:
     note: str = ""
 
 
-def measure(name: str, repeats: int, budget_ms: float) -> Row:
+def measure(name: str, repeats: int, work: int) -> Row:
     try:
         model, inputs = BUILDERS[name]()
     except ModelUnavailable as why_not:
@@ -188,7 +188,7 @@ def measure(name: str, repeats: int, budget_ms: float) -> Row:
         # What memory_planning_pass(smallest=True) builds, with both algorithms timed.
         greedy = TimedAlgorithm(cadence_memplan.exir.greedy)
         best = TimedAlgorithm(
-            functools.partial(cadence_memplan.exir.best, budget_ms=budget_ms), name="best"
+            functools.partial(cadence_memplan.exir.best, work_budget=work), name="best"
         )
         planning = MemoryPlanningPass(
             memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=[greedy, best])
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=",".join(BUILDERS), help="comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="to_executorch rounds each")
     parser.add_argument(
-        "--budget-ms", type=float, default=api.DEFAULT_BUDGET_MS, help="best's budget_ms"
+        "--work", type=int, default=api.DEFAULT_WORK_BUDGET, help="best's work budget"
     )
     parser.add_argument("--markdown", help="also write the table, with the command, here")
     args = parser.parse_args(argv)
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     print(*lines, sep="\n", flush=True)
     rows = []
     for name in names:
-        rows.append(measure(name, args.repeats, args.budget_ms))
+        rows.append(measure(name, args.repeats, args.work))
         lines.append(format_row(rows[-1]))
         print(lines[-1], flush=True)
     if any(row.outputs == "DIFFER" for row in rows):
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
             f"Measured with `{command}` on {platform.machine()} Linux, Python"
             f" {platform.python_version()}, torch {torch.__version__}, executorch 1.5.1,"
             f" {os.cpu_count()} cores shared with other work (timings are noisy): medians of"
-            f" {args.repeats} rounds, best's budget {args.budget_ms:g} ms."
+            f" {args.repeats} rounds, best's work budget {args.work:,}."
         )
         write_whole(args.markdown, "\n".join(lines) + "\n\n" + note + "\n")
 

@@ -7,8 +7,10 @@ One memory (MiniMalloc's instances, alignment 1, a memory as large as all buffer
 placer's bufsize over the peak-live bound, the most bytes alive at once, which no plan can
 go below; whether ``best`` proved its plan optimal (``PlanResult.proved_optimal``), the
 time it took, and when it first held a plan within 1% of the bound
-(``PlanResult.progress``). ``best`` and SuperMalloc get the same budget: ``--budget-ms``
-(default 1000) on the challenging set, ``best``'s default on the real instances.
+(``PlanResult.progress``). ``best`` and SuperMalloc get about the same budget on the
+challenging set: ``--work`` units for ``best`` (default 70,000, about a second on D here:
+a work budget gives the same plan on every run) and ``--timeout-ms`` for SuperMalloc
+(default 1000, its own wall-clock timeout); ``best``'s default work on the real instances.
 SuperMalloc (``pip install omnimalloc==1.0.0``, the ``bench`` extra) runs with its
 default threads; without it, its columns say "not installed". It is not run above
 ``--supermalloc-max-tensors`` (its overlap lists take gigabytes there).
@@ -47,7 +49,7 @@ from workloads import INSTANCES, instance_workloads, model_workloads
 
 import cadence_memplan
 from cadence_memplan import Algorithm
-from cadence_memplan.api import DEFAULT_BUDGET_MS
+from cadence_memplan.api import DEFAULT_WORK_BUDGET
 from cadence_memplan.io.minimalloc import read_minimalloc_csv
 from cadence_memplan.stats import peak_live_bytes
 
@@ -76,20 +78,19 @@ def timed_plan(
     arrays: Arrays,
     memory: tuple[list[int], list[int]],
     algorithm: Algorithm,
-    budget_ms: float = DEFAULT_BUDGET_MS,
+    work: int = DEFAULT_WORK_BUDGET,
 ) -> tuple[cadence_memplan.PlanResult, float]:
     starts, ends, sizes = arrays
+    budget = {"work_budget": work} if algorithm == "best" else {}
     began = time.perf_counter()
-    result = cadence_memplan.plan(
-        starts, ends, sizes, *memory, algorithm=algorithm, budget_ms=budget_ms
-    )
+    result = cadence_memplan.plan(starts, ends, sizes, *memory, algorithm=algorithm, **budget)
     seconds = time.perf_counter() - began
     placement = (result.mem_ids, result.offsets)
     assert cadence_memplan.validate(starts, ends, sizes, *placement, *memory) is None
     return result, seconds
 
 
-def supermalloc_bufsize(arrays: Arrays, budget_ms: float) -> tuple[int, float]:
+def supermalloc_bufsize(arrays: Arrays, timeout_ms: float) -> tuple[int, float]:
     """SuperMalloc's peak for one memory and the seconds it took; lifetimes half-open."""
     import omnimalloc
     from omnimalloc.allocators.supermalloc import SupermallocAllocator
@@ -102,7 +103,7 @@ def supermalloc_bufsize(arrays: Arrays, budget_ms: float) -> tuple[int, float]:
     pool = omnimalloc.Pool(id="pool", allocations=allocations)
     began = time.perf_counter()
     placed = omnimalloc.allocate(
-        pool, allocator=SupermallocAllocator(timeout=budget_ms / 1e3), validate=True
+        pool, allocator=SupermallocAllocator(timeout=timeout_ms / 1e3), validate=True
     )
     seconds = time.perf_counter() - began
     return placed.size, seconds
@@ -155,7 +156,8 @@ def first_within(result: cadence_memplan.PlanResult, bound: int, slack: float) -
 def one_memory_rows(
     set_name: str,
     instances: Iterable[tuple[str, Arrays]],
-    budget_ms: float,
+    work: int,
+    timeout_ms: float,
     supermalloc_max_tensors: int,
 ) -> tuple[list[list[str]], dict[str, list[float]]]:
     """A row per named instance, planned in one memory as large as all its buffers, then
@@ -167,7 +169,7 @@ def one_memory_rows(
         bound = peak_live_bytes(*arrays)
         memory = ([int(arrays[2].sum())], [1])
         cells = []
-        plans = {placer: timed_plan(arrays, memory, placer, budget_ms) for placer in PLACERS}
+        plans = {placer: timed_plan(arrays, memory, placer, work) for placer in PLACERS}
         for placer, (result, _) in plans.items():
             ratio = int(result.bufsizes[1]) / bound
             ratios[placer].append(ratio)
@@ -183,7 +185,7 @@ def one_memory_rows(
         elif buffer_count > supermalloc_max_tensors:
             cells += ["not run", ""]
         else:
-            peak, their_seconds = supermalloc_bufsize(arrays, budget_ms)
+            peak, their_seconds = supermalloc_bufsize(arrays, timeout_ms)
             ratios["supermalloc"].append(peak / bound)
             cells += [f"{peak / bound:.4f}", f"{their_seconds * 1e3:,.0f} ms"]
         rows.append([name, f"{buffer_count:,}", f"{bound:,}", *cells])
@@ -268,11 +270,17 @@ def main(argv: list[str] | None = None) -> None:
         help="the one-memory sets to run (default challenging and real)",
     )
     parser.add_argument(
-        "--budget-ms",
+        "--work",
+        type=int,
+        default=70_000,
+        help="best's work budget on the challenging, tiling and pinwheel sets (default 70,000,"
+        " about a second on D here)",
+    )
+    parser.add_argument(
+        "--timeout-ms",
         type=float,
         default=1000.0,
-        help="best's and SuperMalloc's budget on the challenging, tiling and pinwheel sets"
-        " (default 1000)",
+        help="SuperMalloc's timeout on every set (default 1000; 5000 on the real set)",
     )
     parser.add_argument(
         "--supermalloc-max-tensors",
@@ -296,8 +304,10 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"{set_name}: skipped, omnimalloc is not installed", file=sys.stderr)
             continue
-        budget = DEFAULT_BUDGET_MS if set_name == "real" else args.budget_ms
-        rows += one_memory_rows(set_name, instances, budget, args.supermalloc_max_tensors)[0]
+        real = set_name == "real"
+        work = DEFAULT_WORK_BUDGET if real else args.work
+        timeout = 5000.0 if real else args.timeout_ms
+        rows += one_memory_rows(set_name, instances, work, timeout, args.supermalloc_max_tensors)[0]
     one = markdown(ONE_MEMORY_HEADERS, rows)
     print("\n".join(one), flush=True)
     hierarchy: list[str] = []
@@ -318,11 +328,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.markdown:
         command = " ".join(["python", "bench/quality.py", *(argv or sys.argv[1:])])
         budgets = [
-            f"{DEFAULT_BUDGET_MS if name == 'real' else args.budget_ms:g} ms on {name}"
+            f"{DEFAULT_WORK_BUDGET if name == 'real' else args.work:,} units of work on {name}"
             for name in args.sets
         ]
         if not args.no_hierarchy:
-            budgets.append(f"{DEFAULT_BUDGET_MS:g} ms on the hierarchies")
+            budgets.append(f"{DEFAULT_WORK_BUDGET:,} on the hierarchies")
         note = (
             f"Measured with `{command}` on {platform.machine()} Linux, Python"
             f" {platform.python_version()}, {os.cpu_count()} cores, budget {', '.join(budgets)}"
