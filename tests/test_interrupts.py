@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import cadence_memplan
-from cadence_memplan import _core, _selection, api
+from cadence_memplan import _core, _highs, api
 from cadence_memplan.synthetic import synthetic_graph
 
 POLLS = (1, 2, 7)
@@ -155,7 +155,7 @@ def test_a_highs_solve(monkeypatch: pytest.MonkeyPatch, report: int) -> None:
     KeyboardInterrupt comes out of plan()."""
     heard: list[bool] = []  # per report: whether a SIGINT had come
     stopped: list[bool] = []
-    on_report = _selection._Model.on_report
+    on_report = _highs.HighsModel.on_report
 
     def reporting(model: Any, event: Any) -> None:
         heard.append(model.interrupted())
@@ -164,7 +164,7 @@ def test_a_highs_solve(monkeypatch: pytest.MonkeyPatch, report: int) -> None:
         on_report(model, event)
         stopped.append(model.interrupted())
 
-    monkeypatch.setattr(_selection._Model, "on_report", reporting)
+    monkeypatch.setattr(_highs.HighsModel, "on_report", reporting)
     with pytest.raises(KeyboardInterrupt):
         spilling_best()
     assert len(heard) >= report

@@ -18,7 +18,7 @@ module makes it with a proved bound (docs/quality.md, "Tight memory"):
    capacity, and the program is solved again. The best plan so far is kept at every moment.
 
 The budget is ``best``'s work budget, shared between the solves (what HiGHS reports,
-``_selection.py``'s "Work, not time") and the core's calls (the work each says it spent),
+``_highs.py``) and the core's calls (the work each says it spent),
 so the plan is a function of the input and the options; a wall-clock cap, when given, is
 shared the same way, and is the one thing that can make the plan vary.
 
@@ -37,7 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._selection import NONZEROS_PER_WORK, CapacitySelection, Selection
+from ._highs import NONZEROS_PER_WORK
+from ._selection import CapacitySelection, Selection
 from ._types import Preplaced
 from .stats import peak_live_bytes
 
