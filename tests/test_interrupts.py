@@ -183,13 +183,13 @@ def test_the_drop_in_write_back(monkeypatch: pytest.MonkeyPatch, call: int) -> N
     from cases import RandomChooser, generate_case
     from upstream_runs import build_problem
 
-    from cadence_memplan._boundary import tensorspecs
+    from cadence_memplan._boundary.tensorspecs import cadence_specs
 
     case = generate_case(RandomChooser(random.Random(11)), max_tensors=40)
     problem = build_problem(cadence_memplan.PositionBasedGreedyWithHierarchy, case)
     before = problem.snapshot()
     monkeypatch.setattr(
-        tensorspecs, "set_column", raise_sigint_at_call(tensorspecs.set_column, call)
+        cadence_specs, "set_column", raise_sigint_at_call(cadence_specs.set_column, call)
     )
     with pytest.raises(KeyboardInterrupt):
         problem.algo.plan(problem.specs, None, None, problem.state, problem.constraints)
