@@ -118,6 +118,7 @@ def test_no_budget_still_plans_with_upstream_placers(budget: dict, cut_short: bo
     assert result.strategy is not None
     assert "size" in result.strategy
     assert result.cut_short == cut_short
+    assert result.budget_exhausted
     if not cut_short:
         assert result.work == 2  # The two placers' plans, at PlacementWork(4) = 1 unit each.
     assert (
@@ -141,6 +142,7 @@ def test_work_is_counted_and_capped() -> None:
         placers = 2 * (1 + len(instance.sizes) // 8)
         assert result.work <= max(work, placers) + 1 + len(instance.sizes) // 8
         assert not result.cut_short
+        assert result.budget_exhausted
         assert not result.proved_optimal  # D's optimum is never proved with this little
 
 

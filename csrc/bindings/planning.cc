@@ -27,6 +27,8 @@ struct PlanOutput {
   py::object all_in_memory1;
   py::object selection_fit;
   int64_t work = 0;        // BestResult::work: units of work spent ("best"; 0 otherwise).
+  // BestResult::budget_exhausted: the work (or the cap) ran out before the steps ended.
+  bool budget_exhausted = false;
   bool cut_short = false;  // BestResult::cut_short: the wall-clock cap ended the search.
 };
 
@@ -117,6 +119,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
   AllInMemory1 all_in_memory1 = AllInMemory1::kNotAsked;
   Fit selection_fit = Fit::kUnknown;
   int64_t work = 0;
+  bool budget_exhausted = false;
   bool cut_short = false;
   std::vector<TensorIndex> selection = ToVector(keep_in_memory1, "keep_in_memory1");
   const bool selection_given = !selection.empty();
@@ -141,6 +144,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
       all_in_memory1 = found.all_in_memory1;
       selection_fit = found.selection_fit;
       work = found.work;
+      budget_exhausted = found.budget_exhausted;
       cut_short = found.cut_short;
     } else {
       result = cadence_memplan::Plan(request, placer);
@@ -180,6 +184,7 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
           best ? py::object(py::str(AllInMemory1Name(all_in_memory1))) : py::object(py::none()),
           selection_given ? py::object(py::str(FitName(selection_fit))) : py::object(py::none()),
           work,
+          budget_exhausted,
           cut_short};
 }
 
@@ -220,6 +225,7 @@ void RegisterPlanning(py::module_& m) {
       .def_readonly("all_in_memory1", &PlanOutput::all_in_memory1)
       .def_readonly("selection_fit", &PlanOutput::selection_fit)
       .def_readonly("work", &PlanOutput::work)
+      .def_readonly("budget_exhausted", &PlanOutput::budget_exhausted)
       .def_readonly("cut_short", &PlanOutput::cut_short);
   m.attr("DEFAULT_BEST_WORK") = kDefaultBestWork;
   m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),

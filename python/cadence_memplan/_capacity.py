@@ -4,7 +4,7 @@ limit.
 The core's ``best`` (csrc/core/best/best.h) improves the plans of upstream's placers and, "fit
 first", asks its exact search whether every tensor allowed in memory 1 fits there. When
 they cannot all fit, which tensors to keep is a choice the placers make greedily. This
-module makes it with a proved bound (docs/quality.md, "Tight memory"):
+module makes it with a proved bound (docs/best.md, "Tight memory"):
 
 1. An integer program (:mod:`._selection`, HiGHS) chooses the tensors that keep the most
    bytes in memory 1 subject to every instant's capacity. It ignores fragmentation, so its
@@ -65,12 +65,14 @@ _INT64_MAX = (1 << 63) - 1
 
 class _Budget:
     """What the loop may still spend: counted work, and the wall-clock cap when one is
-    set. ``cut_short`` says whether the cap ended a step."""
+    set. ``ran_out`` says whether it ended the loop, ``cut_short`` whether the cap ended a
+    step."""
 
     def __init__(self, work: int, cap_ms: float) -> None:
         self.work = work
         self.spent = 0
         self.deadline = time.perf_counter() + cap_ms / 1000 if math.isfinite(cap_ms) else math.inf
+        self.ran_out = False
         self.cut_short = False
 
     def left(self, share: float = 1.0) -> int:
@@ -89,11 +91,10 @@ class _Budget:
         """Too little left for another round: work, or time to the cap (which then says
         it ended the search)."""
         if self.left() < _MIN_ROUND_WORK:
-            return True
-        if self.left_ms() < 20.0:
-            self.cut_short = True
-            return True
-        return False
+            self.ran_out = True
+        elif self.left_ms() < 20.0:
+            self.ran_out = self.cut_short = True
+        return self.ran_out
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,16 @@ class CapacityPlan:
     """The core's best plan and ``kept_bound``, proved: no valid plan keeps more weight in
     memory 1 (the integer program's bound, or, when it was too large to build, the
     live-bytes bound); ``memory1_proved_full`` when the plan spills and keeps that much;
-    ``work`` spent in all (the solves' and the core's), ``cut_short`` when the wall-clock
-    cap ended a step."""
+    ``work`` spent in all (the solves' and the core's), ``budget_exhausted`` when the
+    budget ended the loop (or the core's one call), ``cut_short`` when the wall-clock cap
+    ended a step."""
 
     output: _core.PlanOutput
     kept_bound: int
     # Bytes lie outside memory 1 and it keeps kept_bound: no valid plan keeps more there.
     memory1_proved_full: bool
     work: int
+    budget_exhausted: bool
     cut_short: bool
 
 
@@ -161,7 +164,8 @@ def plan_capacity_first(
     def finish(output: _core.PlanOutput, bound: int) -> CapacityPlan:
         spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
         full = spills and _kept(output, weights) >= bound
-        return CapacityPlan(output, bound, full, budget.spent, budget.cut_short)
+        exhausted = budget.ran_out or (output.budget_exhausted and not full)
+        return CapacityPlan(output, bound, full, budget.spent, exhausted, budget.cut_short)
 
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1

@@ -143,7 +143,7 @@ def build_model(rows: Rows, scaled: npt.NDArray[np.float64]) -> HighsModel:
     # the machine's cores. Its random seed stays the fixed default.
     set_option(highs, "threads", 1)
     set_option(highs, "mip_abs_gap", MIP_ABS_GAP)
-    # Measured on the challenging instances and the real graphs (docs/quality.md): presolve
+    # Measured on the challenging instances and the real graphs (docs/best.md, "Why HiGHS"): presolve
     # and the feasibility-jump heuristic cost seconds on large models (19 s and 15 s on
     # pangu_2.6B at 256 KiB, before the root LP, ignoring the time limit) for little gain;
     # on small ones they find good choices early (F at a quarter of its bound: 87% of

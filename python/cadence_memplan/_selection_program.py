@@ -35,7 +35,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: The most nonzeros (row entries of the capacity rows and the cuts) a model may have; above
-#: it ``CapacitySelection.solve`` returns None. Measured (docs/quality.md): HiGHS needs
+#: it ``CapacitySelection.solve`` returns None. Measured (docs/best.md, "Why HiGHS"): HiGHS needs
 #: about 6 s to its first bound on pangu_2.6B's 0.6-0.7 M-nonzero models and overruns short
 #: time limits by 2 s there; at 3.1 M nonzeros it proves nothing useful in 30 s, and building
 #: the model alone takes 2.7 s.

@@ -165,10 +165,11 @@ def plan_prepared(
         core = capacity_plan.output
         kept_bound = capacity_plan.kept_bound
         proved_optimal = capacity_plan.memory1_proved_full
-        work, cut_short = capacity_plan.work, capacity_plan.cut_short
+        work, exhausted = capacity_plan.work, capacity_plan.budget_exhausted
+        cut_short = capacity_plan.cut_short
     else:
         core = core_plan(_EMPTY, work_budget, budget_ms)
-        work, cut_short = core.work, core.cut_short
+        work, exhausted, cut_short = core.work, core.budget_exhausted, core.cut_short
     return PlanResult(
         mem_ids=core.mem_ids,
         offsets=core.offsets,
@@ -182,6 +183,7 @@ def plan_prepared(
         progress=core.progress,
         kept_bound=kept_bound,
         work=work,
+        budget_exhausted=exhausted,
         cut_short=cut_short,
     )
 
@@ -231,7 +233,7 @@ def plan(
     fewest tensor bytes outside memory 1, then outside memories 1-2, and so on, then the
     smallest total bufsize; with one memory, the smallest bufsize. It tries both placers
     on several visit orders; when nothing lies outside memory 1 it then minimises memory
-    1's bufsize by an exact search (docs/quality.md) until it proves the plan optimal,
+    1's bufsize by an exact search (docs/best.md) until it proves the plan optimal,
     otherwise it improves the best order (squeaky wheel) and packs more tensors into
     memory 1 with the exact search. It is never worse than both upstream placers.
     ``PlanResult.proved_optimal`` and ``PlanResult.lower_bound`` say what it proved,

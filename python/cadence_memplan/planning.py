@@ -34,7 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from ._types import DEFAULT_BUDGET, UPSTREAM_ALGORITHMS, Budget, Objective, PlanningError
+from ._types import (
+    DEFAULT_BUDGET,
+    NOTHING_SPENT,
+    UPSTREAM_ALGORITHMS,
+    Budget,
+    Objective,
+    PlanningError,
+    SearchSpent,
+)
 from ._validation import closest
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
@@ -257,10 +265,8 @@ class InputPlan:
     # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
     # Reorder: peak-live and arena before and after, the bound, what moved).
     reorder: Any = None
-    # best's work (PlanResult.work: in all, for a model) and whether its wall-clock cap
-    # ended the search, the one case in which the plan depends on the machine's speed.
-    work: int = 0
-    cut_short: bool = False
+    # What best spent (PlanResult's work, budget_exhausted, cut_short; in all, for a model).
+    spent: SearchSpent = NOTHING_SPENT
 
     @property
     def placer_seconds(self) -> float:
@@ -312,7 +318,7 @@ def plan_input(
             lower_bound=result.lower_bound if best else None,
             kept_bound=result.kept_bound if best else None,
             kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
-            work=result.work, cut_short=result.cut_short,
+            spent=SearchSpent.of(result),
         )  # fmt: skip
     from .cadence.lowering import lower_and_plan
     from .cadence.memory_planning import CadenceMemoryPlanning
@@ -328,7 +334,7 @@ def plan_input(
     return InputPlan(
         loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
-        objective=objective, reorder=ours.reorder, work=ours.work, cut_short=ours.cut_short,
+        objective=objective, reorder=ours.reorder, spent=ours.spent,
         weights=ours.weights,
     )  # fmt: skip
 

@@ -70,7 +70,7 @@ namespace cadence_memplan {
 
 // The default work budget: what the old five-second wall-clock default spent
 // on the challenging instances where it ran out, about 6.5 s on D on the
-// machine it was calibrated on (docs/quality.md, "Budget, threads,
+// machine it was calibrated on (docs/best.md, "Budget, threads,
 // determinism"); spent only while the plan is not proved optimal.
 inline constexpr int64_t kDefaultBestWork = 450'000;
 

@@ -39,6 +39,7 @@ from .._boundary.tensorspecs import (
 )
 from .._boundary.upstream import mem_id_blocklists
 from .._types import (
+    NOTHING_SPENT,
     OBJECTIVES,
     OCCUPANCIES,
     Algorithm,
@@ -47,6 +48,7 @@ from .._types import (
     PlanningError,
     PlanResult,
     Preplaced,
+    SearchSpent,
 )
 from .._validation import (
     MAX_MEMORIES,
@@ -129,8 +131,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         ``last_result`` is the core's answer to the last ``plan()`` call (its
         ``strategy`` says how ``"best"`` found its plan), None before the first;
         ``last_kept`` what that call kept in memory 1 (in ``kept_bound``'s terms),
-        ``calls`` how many calls placed at least one spec, and ``work`` and ``cut_short``
-        what every call of ``"best"`` spent in all and whether the cap ended one."""
+        ``calls`` how many calls placed at least one spec, and ``spent`` what every call of
+        ``"best"`` spent in all (a ``SearchSpent``)."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
         check_choice("occupancy", occupancy, OCCUPANCIES)
@@ -142,8 +144,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         self.last_result: PlanResult | None = None
         self.last_kept = 0  # last_result's weight in memory 1 (see plan())
         self.calls = 0  # plan() calls that placed at least one spec
-        self.work = 0  # PlanResult.work, summed over the calls
-        self.cut_short = False  # PlanResult.cut_short of any call
+        self.spent = NOTHING_SPENT
         super().__init__(memory_config, *args, **kwargs)
 
     def plan(
@@ -256,8 +257,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             failure.spec = specs[error.tensor_index]  # the one that fits nowhere
             raise failure from error
         self.last_result = result
-        self.work += result.work
-        self.cut_short |= result.cut_short
+        self.spent += SearchSpent.of(result)
         if specs:  # Cadence's pass also calls with no specs: those place nothing.
             self.calls += 1
         # What memory 1 keeps of this call's tensors, in kept_bound's terms (bytes, or the

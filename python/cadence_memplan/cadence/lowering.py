@@ -26,7 +26,7 @@ from executorch.exir.tensor import TensorSpec
 
 from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
-from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget
+from .._types import ALGORITHMS, DEFAULT_BUDGET, NOTHING_SPENT, Budget, SearchSpent
 from ..io.memories import Memory
 from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
@@ -135,10 +135,8 @@ class LoweredPlan:
     # (with several calls, no one bound covers the program).
     kept: tuple[int, int] | None = None
     reorder: Any = None  # with reorder=True: what it did (cadence_memplan.scheduling.Reorder)
-    # "best"'s work over every placer call (PlanResult.work), and whether the wall-clock cap
-    # ended one; 0 and False for the other placers.
-    work: int = 0
-    cut_short: bool = False
+    # What "best" spent over every placer call; nothing for the other placers.
+    spent: SearchSpent = NOTHING_SPENT
     # objective="traffic": each row's weight in the table (PlannedSpecs.traffic), else None
     weights: npt.NDArray[np.int64] | None = None
 
@@ -279,9 +277,9 @@ def lower_and_plan(
         weights = PlannedSpecs(
             exported.graph_module, exported.graph_signature, alloc_inputs, alloc_outputs
         ).traffic()
-    work, cut_short = getattr(pass_.algo, "work", 0), getattr(pass_.algo, "cut_short", False)
+    spent = getattr(pass_.algo, "spent", NOTHING_SPENT)  # ours only
     return LoweredPlan(
-        program, table, node_names, timings, strategy, kept, reordered, work, cut_short, weights
+        program, table, node_names, timings, strategy, kept, reordered, spent, weights
     )
 
 

@@ -259,8 +259,7 @@ def _print(
         weights = None
     if algorithm == "best":
         print_best_summary(
-            table, memories, ours.strategy, ours.placer_seconds, ours.work, ours.cut_short,
-            budget,
+            table, memories, ours.strategy, ours.placer_seconds, ours.spent, budget,
             [(rival.algorithm, rival.table) for rival in upstream],
         )  # fmt: skip
         if weights is not None and not arguments.compare:  # else the table says it

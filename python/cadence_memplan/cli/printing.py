@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .._types import Budget
+from .._types import Budget, SearchSpent
 from ..api import DEFAULT_WORK_BUDGET
 from ..io.memories import Memory
 from ..stats import (
@@ -376,8 +376,7 @@ def print_best_summary(
     memories: Sequence[Memory],
     strategy: str | None,
     seconds: float,
-    work: int,
-    cut_short: bool,
+    spent: SearchSpent,
     budget: Budget,
     upstream: Sequence[tuple[str, TensorTable | None]],
 ) -> None:
@@ -389,12 +388,12 @@ def print_best_summary(
     one)."""
     winner = f"the {strategy}" if strategy else "an unnamed strategy"
     allowed = DEFAULT_WORK_BUDGET if budget.work is None else budget.work
-    if cut_short:
+    if spent.cut_short:
         print(
             f"best: stopped by the --budget cap after {format_seconds(seconds)}, and kept the"
             f" plan of {winner}; this plan depends on the machine's speed and load"
         )
-    elif work >= allowed:
+    elif spent.budget_exhausted:
         print(
             f"best: searched for {format_seconds(seconds)}, its whole budget ({allowed:,} units"
             f" of work; more with --work N might find a smaller plan), and kept the plan of"
@@ -402,8 +401,8 @@ def print_best_summary(
         )
     else:
         print(
-            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} ({work:,} of"
-            f" {allowed:,} units of work)"
+            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} ({spent.work:,}"
+            f" of {allowed:,} units of work)"
         )
     for name, plan in upstream:
         if plan is None:
