@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cases import random_schedule_problem
 
 import cadence_memplan
 from cadence_memplan import _core, _highs, api
@@ -107,22 +108,7 @@ def test_each_step_of_best(phase: str, poll: int) -> None:
 
 @pytest.mark.parametrize("poll", POLLS)
 def test_the_scheduler(poll: int) -> None:
-    rng = np.random.default_rng(5)
-    units = 300
-    producers = rng.integers(-1, units - 1, size=400)
-    users: list[int] = []
-    offsets = [0]
-    for producer in producers:
-        users += rng.integers(max(producer, 0), units, size=rng.integers(0, 4)).tolist()
-        offsets.append(len(users))
-    problem = {
-        "num_units": units,
-        "edges": np.zeros((0, 2), dtype=np.int64),
-        "buffer_sizes": rng.integers(1, 100, size=400) * 16,
-        "buffer_producers": producers,
-        "buffer_user_offsets": offsets,
-        "buffer_users": users,
-    }
+    problem = random_schedule_problem(5)
     interrupted_at("schedule", poll, lambda: cadence_memplan.schedule(**problem))
 
 

@@ -167,26 +167,22 @@ void TestBudget() {
   const BestResult some = PlanBest(r, few);
   CHECK(some.work <= few.work_budget + PlacementWork(r.tensors.size()));
   CHECK(!some.cut_short);
+  const auto refused = [&](const BestOptions& options) {
+    try {
+      PlanBest(r, options);
+    } catch (const InvalidInput&) {
+      return true;
+    }
+    return false;
+  };
   for (const double bad : {-1.0, std::nan("")}) {
     BestOptions invalid;
     invalid.budget_ms = bad;
-    bool refused = false;
-    try {
-      PlanBest(r, invalid);
-    } catch (const InvalidInput&) {
-      refused = true;
-    }
-    CHECK(refused);
+    CHECK(refused(invalid));
   }
   BestOptions negative;
   negative.work_budget = -1;
-  bool refused = false;
-  try {
-    PlanBest(r, negative);
-  } catch (const InvalidInput&) {
-    refused = true;
-  }
-  CHECK(refused);
+  CHECK(refused(negative));
 }
 
 // The portfolio runs in threads on large requests; the plan must be the one
