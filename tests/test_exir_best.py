@@ -43,17 +43,12 @@ from executorch.exir.tensor import TensorSpec
 from exir_cases import (
     NAMED_GREEDY_CASES,
     GreedyCase,
-    Planned,
-    Raised,
     build_specs,
-    capture,
     generate_greedy_case,
     graph_module_with,
-    run_greedy,
     spec,
-    spec_fields,
-    verifier_over,
 )
+from exir_runs import Planned, Raised, capture, run_greedy, spec_fields, verifier_over
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
