@@ -39,7 +39,7 @@ import numpy.typing as npt
 from . import _core
 from ._highs import NONZEROS_PER_WORK
 from ._selection import CapacitySelection, Selection
-from ._types import Preplaced
+from ._types import Preplaced, SearchSpent
 from .stats import peak_live_bytes
 
 __all__ = ["CapacityPlan", "plan_capacity_first"]
@@ -102,17 +102,14 @@ class CapacityPlan:
     """The core's best plan and ``kept_bound``, proved: no valid plan keeps more weight in
     memory 1 (the integer program's bound, or, when it was too large to build, the
     live-bytes bound); ``memory1_proved_full`` when the plan spills and keeps that much;
-    ``work`` spent in all (the solves' and the core's), ``budget_exhausted`` when the
-    budget ended the loop (or the core's one call), ``cut_short`` when the wall-clock cap
-    ended a step."""
+    ``spent``: the work of the solves and the core's calls in all, whether the budget ended
+    the loop (or the core's one call), whether the wall-clock cap ended a step."""
 
     output: _core.PlanOutput
     kept_bound: int
     # Bytes lie outside memory 1 and it keeps kept_bound: no valid plan keeps more there.
     memory1_proved_full: bool
-    work: int
-    budget_exhausted: bool
-    cut_short: bool
+    spent: SearchSpent
 
 
 def _outside_costs(
@@ -165,7 +162,8 @@ def plan_capacity_first(
         spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
         full = spills and _kept(output, weights) >= bound
         exhausted = budget.ran_out or (output.budget_exhausted and not full)
-        return CapacityPlan(output, bound, full, budget.spent, exhausted, budget.cut_short)
+        spent = SearchSpent(budget.spent, exhausted, budget.cut_short)
+        return CapacityPlan(output, bound, full, spent)
 
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1

@@ -23,6 +23,7 @@ from ._types import (
     PlanResult,
     Preplaced,
     ScheduleResult,
+    SearchSpent,
 )
 from ._validation import (
     MAX_MEMORIES,
@@ -165,11 +166,10 @@ def plan_prepared(
         core = capacity_plan.output
         kept_bound = capacity_plan.kept_bound
         proved_optimal = capacity_plan.memory1_proved_full
-        work, exhausted = capacity_plan.work, capacity_plan.budget_exhausted
-        cut_short = capacity_plan.cut_short
+        spent = capacity_plan.spent
     else:
         core = core_plan(_EMPTY, work_budget, budget_ms)
-        work, exhausted, cut_short = core.work, core.budget_exhausted, core.cut_short
+        spent = SearchSpent(core.work, core.budget_exhausted, core.cut_short)
     return PlanResult(
         mem_ids=core.mem_ids,
         offsets=core.offsets,
@@ -182,9 +182,9 @@ def plan_prepared(
         lower_bound=core.lower_bound,
         progress=core.progress,
         kept_bound=kept_bound,
-        work=work,
-        budget_exhausted=exhausted,
-        cut_short=cut_short,
+        work=spent.work,
+        budget_exhausted=spent.budget_exhausted,
+        cut_short=spent.cut_short,
     )
 
 
