@@ -12,16 +12,18 @@ memory in a whole ``to_executorch``.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cases import PLANNING_INSTANCES
+from cli_support import error_line, number, run
 
 import cadence_memplan
 from cadence_memplan import Budget
-from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv, size_document
+from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv, size_document, size_schema
 from cadence_memplan.planning import Input, LoadedInput
 from cadence_memplan.sizing import (
     CurvePoint,
@@ -286,3 +288,230 @@ def test_the_sizing_is_the_same_on_every_run() -> None:
     ]  # fmt: skip
     assert documents[0] == documents[1]
     assert documents[0]["memories"][0]["curve"], "a curve to compare"
+
+
+# --------------------------------------------------------------------------- command line
+
+SIZE_MEMORIES = "fast=4KiB:16,slow=1MiB:64"
+
+
+def report_figures(stdout: str) -> tuple[int, bool, list[tuple[int, int, int | None]]]:
+    """The report read back: all_fit_from, whether it says proved, and the table's rows
+    (size, kept, bound; the first row is every tensor at all_fit_from)."""
+    lines = stdout.splitlines()
+    fits = next(line for line in lines if ": every tensor fits from " in line)
+    all_fit_from = number(fits.split(" fits from ")[1].split(" B")[0])
+    header = next(index for index, line in enumerate(lines) if line.startswith("fast (B)"))
+    rows = []
+    for line in lines[header + 2 :]:
+        cells = line.split()
+        if not cells or not cells[0][0].isdigit():
+            break
+        rows.append((number(cells[0]), number(cells[1]),
+                     None if cells[2] == "-" else number(cells[2])))  # fmt: skip
+    return all_fit_from, fits.endswith("(proved optimal)"), rows
+
+
+def test_cli_report_is_its_json_and_the_json_its_schema(small_csv: Path, tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    out = tmp_path / "size.json"
+    result = run("size", small_csv, "--memory", SIZE_MEMORIES, "--points", "12", "--json", out)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    jsonschema.validate(document, size_schema())
+    (memory,) = document["memories"]
+    all_fit_from, proved, rows = report_figures(result.stdout)
+    assert (all_fit_from, proved) == (memory["all_fit_from"], memory["proved"])
+    assert rows[0] == (all_fit_from, memory["total"], memory["total"])
+    assert rows[1:] == [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]
+    assert len(rows) == 13  # 12 points: the small instance changes at each
+    assert memory["curve_ends"] == "points"
+    assert f"below {rows[-1][0]:,} B: not planned (--points 12" in result.stdout
+    assert (document["input"], document["lowering"], document["objective"]) == (
+        "small.csv", None, "bytes")  # fmt: skip
+    assert document["depends_on_machine"] is False
+    assert f"wrote sizing: {out}" in result.stdout
+    # The same command writes the same file.
+    again = tmp_path / "again.json"
+    assert run("size", small_csv, "--memory", SIZE_MEMORIES, "--points", "12",
+               "--json", again, "-q").returncode == 0  # fmt: skip
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_schema_refuses_what_the_format_does_not_say(small_csv: Path, tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    out = tmp_path / "size.json"
+    assert run("size", small_csv, "--memory", SIZE_MEMORIES, "--json", out, "-q").returncode == 0
+    document = json.loads(out.read_text())
+    del document["memories"][0]["all_fit_from"]
+    with pytest.raises(jsonschema.ValidationError, match="'all_fit_from' is a required"):
+        jsonschema.validate(document, size_schema())
+    document = json.loads(out.read_text())
+    document["memories"][0]["curve"][0]["capacity"] = -1
+    with pytest.raises(jsonschema.ValidationError, match="-1 is less than the minimum"):
+        jsonschema.validate(document, size_schema())
+
+
+def test_cli_with_a_wall_clock_cap_says_the_answer_depends_on_the_machine(
+    small_csv: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "size.json"
+    result = run("size", small_csv, "--memory", SIZE_MEMORIES, "--budget", "60000",
+                 "--points", "2", "--json", out, "-q")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "with --budget 60000 ms the answer depends on the machine" in result.stdout
+    document = json.loads(out.read_text())
+    assert (document["depends_on_machine"], document["budget_ms"]) == (True, 60000)
+
+
+def test_cli_one_memory_has_no_curve(small_csv: Path) -> None:
+    result = run("size", small_csv, "--memory", "fast=4KiB:16", "-q")
+    assert result.returncode == 0, result.stderr
+    assert "the only memory" in result.stdout
+    assert "no plan (a single memory: nothing can spill)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--points", "-1"], "argument --points: '-1' is not a whole number of points >= 0"),
+        (["--points", "many"], "argument --points: 'many' is not a whole number of points"),
+        (["--objective", "traffic"], "--objective: for models only"),
+        (["--lowering", "exir"], "--lowering exir: for models only"),
+        (["--algo", "best"], "unrecognized arguments: --algo best"),
+        (["--work", "-5"], "argument --work: '-5' is not a whole number of units >= 0"),
+        (["--json", "size.txt"], "--json"),
+        (["--plot", "missing/size.png"], "--plot"),
+        (["--memory", "4KiB"], "--memory:"),
+    ],
+)
+def test_cli_usage_errors_change_no_file(
+    small_csv: Path, tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    """A bad option is one line and exit 2, before any work: the output asked for, an
+    existing file, is left as it was."""
+    kept = tmp_path / "size.json"
+    kept.write_text("a file of the user's\n")
+    result = run("size", small_csv, "--memory", SIZE_MEMORIES, "--json", kept, *arguments)
+    assert result.returncode == 2, result.stdout
+    assert message in error_line(result)
+    assert kept.read_text() == "a file of the user's\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["size.json", "small.csv"]
+
+
+def test_cli_refuses_to_write_over_its_input(small_csv: Path) -> None:
+    before = small_csv.read_bytes()
+    result = run("size", small_csv, "--json", small_csv.with_suffix(".json"), "--plot",
+                 small_csv.with_suffix(".png"), "--memory", SIZE_MEMORIES, "-q")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    refused = run("size", small_csv, "--json", small_csv, "--memory", SIZE_MEMORIES)
+    assert refused.returncode == 2
+    assert "--json" in error_line(refused)
+    assert small_csv.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- the plot
+
+
+def made_up_sizing(proved: bool) -> Sizing:
+    everything = PlanAtSize(1 << 20, 4096, 3000, 9000, 9000, 4096 if proved else 3072, 1, False)
+    probes = [plan_at(4095, 4000, 8800, 9000), plan_at(3999, 3500, 7000, 7200)]
+    sized = memory_sizing(FAST, everything, probes, "points", 3999)
+    return Sizing(Input("made-up", "arrays"), (FAST,), None, "bytes", (sized,), Budget(10),
+                  2, False, 0.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("proved", [True, False], ids=["proved", "not proved"])
+def test_plot_draws_the_curve_and_its_bound(tmp_path: Path, proved: bool) -> None:
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
+    import matplotlib.image
+    from matplotlib.colors import to_rgba
+
+    from cadence_memplan.cli.size_plot import plot_sizing, sizing_figure
+
+    sizing = made_up_sizing(proved)
+    figure = sizing_figure(sizing)
+    (axis, *_) = figure.axes
+    lines = {line.get_label(): line for line in axis.get_lines()}
+    kept = lines["kept by a plan found"]
+    bound = lines["at most, in any plan (proved)"]
+    assert list(kept.get_xdata())[:3] == [3500, 4000, 4096]
+    assert list(kept.get_ydata()) == [7000, 8800, 9000, 9000]
+    assert list(bound.get_ydata()) == [7200, 9000, 9000, 9000]
+    low, high = axis.get_xlim()
+    assert low < min(kept.get_xdata())
+    assert high >= max(kept.get_xdata()) > 4096
+    assert "every tensor fits from 4,096 B" in axis.get_xlabel()
+    shaded = [patch for patch in axis.patches if patch.get_facecolor()[:3] == to_rgba("grey")[:3]]
+    assert bool(shaded) == (not proved)
+    lower_bound = sizing.sized[0].lower_bound  # 4,000 B: 7,200 < 9,000 at 3,999 B
+    assert (f"at least {lower_bound:,} B" in axis.get_xlabel()) == (not proved)
+    path = tmp_path / "size.png"
+    plot_sizing(path, sizing)
+    assert matplotlib.image.imread(path).shape[2] == 4
+
+
+def test_cli_plot(small_csv: Path, tmp_path: Path) -> None:
+    image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
+    png = tmp_path / "size.png"
+    result = run("size", small_csv, "--memory", SIZE_MEMORIES, "--plot", png, "-q")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote sizing plot: {png}" in result.stdout
+    height, width = image.imread(png).shape[:2]
+    assert width > height > 300
+
+
+# --------------------------------------------------------------------------- models
+
+
+@pytest.mark.executorch
+@pytest.mark.parametrize("objective", ["bytes", "traffic"])
+def test_model_all_fit_from_keeps_every_tensor_in_a_whole_lowering(objective: str) -> None:
+    """At all_fit_from, ``plan --algo best`` (a whole to_executorch) keeps every tensor in
+    the first memory; a size below keeps less, never more than the point's bound; the
+    curve's terms are the objective's."""
+    import dataclasses
+
+    from cadence_memplan.planning import load_input, plan_input
+
+    loaded = load_input("cnn", lowering="cadence")
+    memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=1MiB:64")
+    sizing = size_input(loaded, memories, lowering="cadence", points=3, objective=objective)
+    (sized,) = sizing.sized
+    assert sized.curve
+    assert_curve_shape(sizing)
+
+    def plan_at_size(capacity: int):
+        config = [dataclasses.replace(memories[0], size=capacity), *memories[1:]]
+        return plan_input(loaded, config, "best", lowering="cadence", objective=objective)
+
+    whole = plan_at_size(sized.all_fit_from)
+    assert (whole.table.mem_ids == 1).all()
+    assert whole.kept == sized.total
+    if objective == "traffic":
+        assert sized.total > int(whole.table.sizes.sum())  # traffic counts the readers
+    for point in sized.curve:
+        below = plan_at_size(point.capacity)
+        assert below.kept is not None
+        assert point.kept_bound is not None
+        assert below.kept <= point.kept_bound < sized.total
+
+
+@pytest.mark.executorch
+def test_cli_model_size(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    out = tmp_path / "size.json"
+    result = run("size", "mlp", "--memory", "fast=1KiB:16,near=64KiB:64", "--json", out,
+                 timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "lowering once with to_executorch" in result.stderr
+    assert "lowering: cadence" in result.stdout
+    document = json.loads(out.read_text())
+    jsonschema.validate(document, size_schema())
+    assert document["lowering"] == "cadence"
+    all_fit_from, proved, rows = report_figures(result.stdout)
+    (memory,) = document["memories"]
+    assert (all_fit_from, proved) == (memory["all_fit_from"], memory["proved"])
+    assert rows[1:] == [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]

@@ -92,7 +92,7 @@ class CurvePoint:
 
 
 # Why a curve stops where it does.
-CURVE_ENDS = ("complete", "points", "spills", "one memory")
+CURVE_ENDS = ("complete", "points", "no plan", "one memory")
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,10 @@ class MemorySizing:
     up), ``lower_bound`` (no smaller size holds them all), ``proved`` (the two are equal),
     ``total`` (what it keeps from ``all_fit_from`` up: every tensor allowed there, in the
     curve's terms), the ``curve`` below ``all_fit_from`` (largest size first), and why the
-    curve ends (``curve_ends``, one of :data:`CURVE_ENDS`): it reached a size where memory
-    1 keeps nothing ("complete"), the number of points asked for ("points"), a size where
-    what spills fits in no other memory ("spills"), or there is no other memory ("one
-    memory"); ``lowest_tried`` is the smallest size planned (None: none)."""
+    curve ends (``curve_ends``, one of :data:`CURVE_ENDS`): it went down to where memory 1
+    keeps nothing ("complete"), to the number of points asked for ("points"), to a size
+    where best found no plan that places every tensor ("no plan"), or there is no other
+    memory ("one memory"); ``lowest_tried`` is the smallest size planned (None: none)."""
 
     memory: Memory
     all_fit_from: int
@@ -328,12 +328,12 @@ def size_input(
         try:
             probes.append(probe(capacity, spending.next()))
         except DoesNotFit:
-            ends = "spills"
+            ends = "no plan"
             break
         spending.charge(probes[-1])
         capacity = min(probes[-1].used, capacity) - fast.alignment
     lowest = probes[-1].capacity if probes else None
-    if ends == "spills":
+    if ends == "no plan":
         lowest = capacity
     sized = memory_sizing(fast, everything, probes, ends, lowest)
     return Sizing(
