@@ -312,6 +312,15 @@ def report_figures(stdout: str) -> tuple[int, bool, list[tuple[int, int, int | N
     return all_fit_from, fits.endswith("(proved optimal)"), rows
 
 
+def printed_curve(memory: dict) -> list[tuple[int, int, int | None]]:
+    """The JSON's curve as the report's table lists it: without a last point that keeps
+    nothing, proved (the report's last line says it)."""
+    points = [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]
+    if points and points[-1][1:] == (0, 0):
+        points.pop()
+    return points
+
+
 def test_cli_report_is_its_json_and_the_json_its_schema(small_csv: Path, tmp_path: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     out = tmp_path / "size.json"
@@ -323,7 +332,7 @@ def test_cli_report_is_its_json_and_the_json_its_schema(small_csv: Path, tmp_pat
     all_fit_from, proved, rows = report_figures(result.stdout)
     assert (all_fit_from, proved) == (memory["all_fit_from"], memory["proved"])
     assert rows[0] == (all_fit_from, memory["total"], memory["total"])
-    assert rows[1:] == [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]
+    assert rows[1:] == printed_curve(memory)
     assert len(rows) == 13  # 12 points: the small instance changes at each
     assert memory["curve_ends"] == "points"
     assert f"below {rows[-1][0]:,} B: not planned (--points 12" in result.stdout
@@ -362,6 +371,24 @@ def test_cli_with_a_wall_clock_cap_says_the_answer_depends_on_the_machine(
     assert "with --budget 60000 ms the answer depends on the machine" in result.stdout
     document = json.loads(out.read_text())
     assert (document["depends_on_machine"], document["budget_ms"]) == (True, 60000)
+
+
+def test_cli_complete_curve_ends_where_nothing_is_kept(tmp_path: Path) -> None:
+    """a and b alive together, c (100 B, 112 aligned) alone: 768 B keeps all three, 512 B
+    b and c, 256 B a and c, 112 B c, below it nothing. The report lists the first three
+    and says the last in its last line."""
+    instance = tmp_path / "two.csv"
+    instance.write_text("id,lower,upper,size\na,0,2,256\nb,1,3,512\nc,5,6,100\n")
+    out = tmp_path / "size.json"
+    result = run("size", instance, "--memory", SIZE_MEMORIES, "--json", out, "-q")
+    assert result.returncode == 0, result.stderr
+    (memory,) = json.loads(out.read_text())["memories"]
+    points = [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]
+    assert (memory["all_fit_from"], memory["curve_ends"]) == (768, "complete")
+    assert points == [(512, 612, 612), (256, 356, 356), (112, 100, 100), (0, 0, 0)]
+    _, _, rows = report_figures(result.stdout)
+    assert rows[1:] == points[:-1]
+    assert "the curve is complete: below 112 B, fast keeps nothing" in result.stdout
 
 
 def test_cli_one_memory_has_no_curve(small_csv: Path) -> None:
@@ -514,4 +541,4 @@ def test_cli_model_size(tmp_path: Path) -> None:
     all_fit_from, proved, rows = report_figures(result.stdout)
     (memory,) = document["memories"]
     assert (all_fit_from, proved) == (memory["all_fit_from"], memory["proved"])
-    assert rows[1:] == [(p["capacity"], p["kept"], p["kept_bound"]) for p in memory["curve"]]
+    assert rows[1:] == printed_curve(memory)

@@ -165,14 +165,17 @@ def _print_memory(sized: MemorySizing, objective: str, points: int) -> None:
         )
     print(f"{name}: every tensor fits from {fits:,} B ({format_bytes(fits)}) {verdict}")
     unit, terms = kept_terms(objective)
-    lowest = sized.curve[-1].capacity if sized.curve else fits
-    if sized.curve:
+    curve = list(sized.curve)
+    if curve and curve[-1].kept == curve[-1].kept_bound == 0:
+        curve.pop()  # nothing can be kept below the row before: said after the table
+    lowest = curve[-1].capacity if curve else fits
+    if curve:
         print(
             f"below it, what {name} keeps ({terms}) from each size up to the row above, and"
             " the most any plan keeps there:"
         )
         rows = [[f"{fits:,}", f"{sized.total:,}", f"{sized.total:,}", "every tensor"]]
-        for point in sized.curve:
+        for point in curve:
             bound = point.kept_bound
             share = "" if not bound else percent_used(point.kept, bound)
             rows.append(
@@ -187,7 +190,7 @@ def _print_memory(sized: MemorySizing, objective: str, points: int) -> None:
         print_table(headers, rows, names=0)
     ends = sized.curve_ends
     if ends == "complete":
-        if sized.curve and sized.curve[-1].kept == 0:
+        if curve and curve[-1].kept == 0:  # what might be kept there was not found
             print(f"the curve is complete: down to {lowest:,} B")
         else:
             print(f"the curve is complete: below {lowest:,} B, {name} keeps nothing")
