@@ -92,23 +92,26 @@ def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True
             " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1"
             " first (ours, mem_algo=2) (default: %(default)s)",
         )
+        work = "with --algo best: the units of work its search may spend"
+        cap = "with --algo best: also stop its search after MS milliseconds of wall time"
+        result = "plan"
     else:
         parser.set_defaults(algo="best")
-    search, its, result = ("with --algo best: ", "its", "plan") if placer else ("", "the", "answer")
+        work = "the units of work best may spend in all, split across its plans"
+        cap = "also stop best after MS milliseconds of wall time in all"
+        result = "answer"
     parser.add_argument(
         "--work",
         metavar="N",
         type=_work,
-        help=f"{search}the units of work {its} search may spend; counted, not timed, so the"
-        f" {result} is the same on every run and machine (a unit is about 15 µs on one core)"
-        f" (default: {DEFAULT_WORK_BUDGET:,})",
+        help=f"{work}; counted, not timed, so the {result} is the same on every run and"
+        f" machine (a unit is about 15 µs on one core) (default: {DEFAULT_WORK_BUDGET:,})",
     )
     parser.add_argument(
         "--budget",
         metavar="MS",
         type=_budget,
-        help=f"{search}also stop {its} search after MS milliseconds of wall time; the"
-        f" {result} then depends on the machine's speed and load (default: no cap)",
+        help=f"{cap}; the {result} then depends on the machine's speed and load (default: no cap)",
     )
     parser.add_argument(
         "--lowering",
