@@ -48,7 +48,9 @@ from .io.memories import Memory
 from .planning import (
     DoesNotFit,
     Input,
+    InvalidPlan,
     LoadedInput,
+    check_plan,
     load_input,
     model_failures,
     plan_input,
@@ -181,15 +183,22 @@ def _with_memory1(memories: Sequence[Memory], capacity: int) -> list[Memory]:
     return [dataclasses.replace(memories[0], size=capacity), *memories[1:]]
 
 
+def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
+    """The plan, when the validator accepts it (as sweep's); else :class:`InvalidPlan`."""
+    problem = check_plan(table, memories)
+    if problem is not None:
+        at = ", ".join(format_bytes(memory.size) for memory in memories)
+        raise InvalidPlan(f"the plan at {at} is invalid: {problem}")
+    return table
+
+
 def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
     alignment = memories[0].alignment
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
-        planned = plan_input(
-            loaded, _with_memory1(memories, capacity), "best", lowering=loaded.lowering,
-            budget=budget,
-        )  # fmt: skip
-        table = planned.table
+        config = _with_memory1(memories, capacity)
+        planned = plan_input(loaded, config, "best", lowering=loaded.lowering, budget=budget)
+        table = _checked(planned.table, config)
         kept = int(table.sizes[table.mem_ids == 1].sum(dtype=object))
         return PlanAtSize(
             capacity, *_memory1_figures(table, alignment), kept, planned.kept_bound,
@@ -219,8 +228,9 @@ def _model_prober(
     room = max(int(_aligned_sizes(specs.sizes, alignment).sum()), alignment)
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
+        config = _with_memory1(memories, capacity)
         with model_failures():
-            table = replayed.plan(_with_memory1(memories, capacity), "best", budget)
+            table = _checked(replayed.plan(config, "best", budget), config)
         placer = replayed.last_placer
         result = placer.last_result
         if placer.calls == 1 and result is not None:
@@ -288,9 +298,10 @@ def size_input(
     memory 1's name and alignment are read; the other memories are planned as given.
     ``budget`` is ``best``'s for the whole sizing; ``objective`` ("traffic": models only)
     the curve's terms; ``lowering``, ``alloc_inputs`` and ``alloc_outputs`` as for
-    :func:`~cadence_memplan.planning.plan_input`. Raises ValueError for bad options and
+    :func:`~cadence_memplan.planning.plan_input`. Raises ValueError for bad options,
     :class:`~cadence_memplan.planning.DoesNotFit` when the input fits in no plan even
-    with room for every tensor in memory 1."""
+    with room for every tensor in memory 1, and
+    :class:`~cadence_memplan.planning.InvalidPlan` when the validator refuses a plan."""
     if not is_integer(points) or points < 0:
         raise ValueError(f"points must be a whole number >= 0, got {points!r}")
     progress = progress or (lambda _: None)
