@@ -193,7 +193,8 @@ def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
 
 
 def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
-    alignment = memories[0].alignment
+    memory = memories[0]
+    alignment = memory.alignment
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
         config = _with_memory1(memories, capacity)
@@ -223,7 +224,8 @@ def _model_prober(
         loaded, memories, "position", alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
         objective=objective, purpose="size",
     )  # fmt: skip
-    alignment = memories[0].alignment
+    memory = memories[0]
+    alignment = memory.alignment
     specs = replayed.planned_specs
     room = max(int(_aligned_sizes(specs.sizes, alignment).sum()), alignment)
 
@@ -312,7 +314,7 @@ def size_input(
         loaded = load_input(source, lowering=lowering, progress=progress)  # type: ignore[arg-type]
     if objective != "bytes" and not loaded.input.is_model:
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
-    fast = memories[0]
+    memory = memories[0]  # the memory sized
     if loaded.input.is_model:
         probe, room = _model_prober(
             loaded, memories, objective, alloc_inputs, alloc_outputs, progress
@@ -320,21 +322,21 @@ def size_input(
     else:
         probe = _arrays_prober(loaded, memories)
         sizes = loaded.arrays()[2]
-        room = max(int(_aligned_sizes(sizes, fast.alignment).sum()), fast.alignment)
+        room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
     spending = _Spending(budget, points)
-    progress(f"planning with room for every tensor in {fast.name} ({format_bytes(room)})")
+    progress(f"planning with room for every tensor in {memory.name} ({format_bytes(room)})")
     everything = probe(room, spending.next(_ALL_FIT_SHARE))
     spending.charge(everything)
     probes: list[PlanAtSize] = []
     ends = "one memory" if len(memories) == 1 else "complete"
-    capacity = everything.used - fast.alignment
+    capacity = everything.used - memory.alignment
     while ends == "complete" and capacity >= 1:
         if len(probes) == points:
             ends = "points"
             break
         if len(probes) % 8 == 0:
             progress(
-                f"planning with {fast.name} = {capacity:,} B ({len(probes) + 1} of at most {points})"
+                f"planning with {memory.name} = {capacity:,} B ({len(probes) + 1} of at most {points})"
             )
         try:
             probes.append(probe(capacity, spending.next()))
@@ -342,11 +344,11 @@ def size_input(
             ends = "no plan"
             break
         spending.charge(probes[-1])
-        capacity = min(probes[-1].used, capacity) - fast.alignment
+        capacity = min(probes[-1].used, capacity) - memory.alignment
     lowest = probes[-1].capacity if probes else None
     if ends == "no plan":
         lowest = capacity
-    sized = memory_sizing(fast, everything, probes, ends, lowest)
+    sized = memory_sizing(memory, everything, probes, ends, lowest)
     return Sizing(
         loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
         (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
@@ -355,19 +357,19 @@ def size_input(
 
 
 def memory_sizing(
-    fast: Memory,
+    memory: Memory,
     everything: PlanAtSize,
     probes: Sequence[PlanAtSize],
     ends: str,
     lowest: int | None,
 ) -> MemorySizing:
-    """Memory ``fast`` sized from its plans (module docstring): ``everything`` with room
+    """``memory`` sized from its plans (module docstring): ``everything`` with room
     for every tensor, ``probes`` below that, largest size first; ``ends`` and ``lowest``
     as :class:`MemorySizing` has them. ``all_fit_from`` is the least bufsize of a plan
     that keeps every tensor, its lower bound the largest of best's, the peak live of
     those tensors and the sizes where a bound proved that not all of them fit; the curve
     is made monotone and each run of equal points kept at its smallest size."""
-    alignment = fast.alignment
+    alignment = memory.alignment
     total = everything.kept
     all_fit_from = min([everything.used, *(p.used for p in probes if p.kept >= total)])
     bounds = [_align_up(everything.lower_bound or 0, alignment), everything.peak_live]
@@ -392,4 +394,4 @@ def memory_sizing(
             curve[-1] = point  # the same answer from a smaller size up
         else:
             curve.append(point)
-    return MemorySizing(fast, all_fit_from, lower_bound, total, tuple(curve), ends, lowest)
+    return MemorySizing(memory, all_fit_from, lower_bound, total, tuple(curve), ends, lowest)

@@ -134,13 +134,13 @@ def print_sizing(sizing: Sizing, points: int) -> None:
     others = ", ".join(f"{memory.name} ({format_bytes(memory.size)})" for memory in
                        sizing.memories[len(sizing.sized):])  # fmt: skip
     given = f", with {others} as given" if others else ", the only memory"
-    sized = sizing.sized[0].memory
-    print(f"{sizing.input.label}: {sized.name} (alignment {sized.alignment}) sized with"
+    memory = sizing.sized[0].memory
+    print(f"{sizing.input.label}: {memory.name} (alignment {memory.alignment}) sized with"
           f" 'best'{given}")  # fmt: skip
     if sizing.lowering is not None:
         print(f"lowering: {sizing.lowering} ({LOWERING_DESCRIPTIONS[sizing.lowering]})")
-    for memory in sizing.sized:
-        _print_memory(memory, sizing.objective, points)
+    for sized in sizing.sized:
+        _print_memory(sized, sizing.objective, points)
     work = sizing.budget.work or 0
     print(
         f"work: {sizing.work:,} units of {work:,} in {format_seconds(sizing.seconds)}"

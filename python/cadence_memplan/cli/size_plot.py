@@ -38,10 +38,11 @@ def sizing_figure(sizing: Sizing) -> Any:
     import matplotlib.pyplot as plt
 
     sized = sizing.sized[0]
-    name, total, fits = sized.memory.name, sized.total, sized.all_fit_from
+    memory = sized.memory
+    name, total, fits = memory.name, sized.total, sized.all_fit_from
     ascending = list(reversed(sized.curve))
     low = min([fits, sized.lower_bound, *(point.capacity for point in ascending)])
-    high = fits + max((fits - low) * 0.08, sized.memory.alignment, 1)
+    high = fits + max((fits - low) * 0.08, memory.alignment, 1)
     sizes = [point.capacity for point in ascending] + [fits, high]
     kept = [point.kept for point in ascending] + [total, total]
     figure, axis = plt.subplots(figsize=(10, 5), dpi=100)

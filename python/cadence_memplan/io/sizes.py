@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .outputs import write_whole
 
 if TYPE_CHECKING:
-    from ..sizing import Sizing
+    from ..sizing import MemorySizing, Sizing
 
 __all__ = ["SIZE_FORMAT", "SIZE_VERSION", "size_document", "size_schema", "write_size"]
 
@@ -48,23 +48,25 @@ def size_document(sizing: Sizing) -> dict[str, Any]:
             {"name": memory.name, "size": memory.size, "alignment": memory.alignment}
             for memory in sizing.memories[len(sizing.sized) :]
         ],
-        "memories": [
-            {
-                "name": sized.memory.name,
-                "alignment": sized.memory.alignment,
-                "all_fit_from": sized.all_fit_from,
-                "proved": sized.proved,
-                "lower_bound": sized.lower_bound,
-                "total": sized.total,
-                "curve": [
-                    {"capacity": point.capacity, "kept": point.kept, "kept_bound": point.kept_bound}
-                    for point in sized.curve
-                ],
-                "curve_ends": sized.curve_ends,
-                "lowest_tried": sized.lowest_tried,
-            }
-            for sized in sizing.sized
+        "memories": [_sized_memory(sized) for sized in sizing.sized],
+    }
+
+
+def _sized_memory(sized: MemorySizing) -> dict[str, Any]:
+    memory = sized.memory
+    return {
+        "name": memory.name,
+        "alignment": memory.alignment,
+        "all_fit_from": sized.all_fit_from,
+        "proved": sized.proved,
+        "lower_bound": sized.lower_bound,
+        "total": sized.total,
+        "curve": [
+            {"capacity": point.capacity, "kept": point.kept, "kept_bound": point.kept_bound}
+            for point in sized.curve
         ],
+        "curve_ends": sized.curve_ends,
+        "lowest_tried": sized.lowest_tried,
     }
 
 
