@@ -65,7 +65,9 @@ __all__ = [
     "check_plan",
     "compare_with_upstream",
     "load_input",
+    "model_failures",
     "plan_input",
+    "replanner",
     "resolve_input",
     "sweep_input",
     "upstream_placer_plans",
@@ -324,7 +326,7 @@ def plan_input(
     from .cadence.memory_planning import CadenceMemoryPlanning
 
     progress("planning memory in to_executorch with our CadenceMemoryPlanning")
-    with _model_failures():
+    with model_failures():
         ours = lower_and_plan(
             loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
             alloc_outputs, "C++ core", budget, lowering=loaded.lowering, objective=objective,
@@ -388,7 +390,7 @@ def _arrays_failure(loaded: LoadedInput, error: PlanningError) -> DoesNotFit:
 
 
 @contextlib.contextmanager
-def _model_failures() -> Iterator[None]:
+def model_failures() -> Iterator[None]:
     """Our placers' failure in a model (and upstream's MemoryError for a pinned spec)
     raised as :class:`DoesNotFit`, naming the tensor by dtype and shape."""
     from .cadence.sweep import PLANNING_FAILURES
@@ -607,22 +609,18 @@ def _model_planner(
     progress: Progress,
 ) -> Callable[[Sequence[Memory]], Planned | str]:
     """Lower the model once; ``plan_at`` re-runs only its memory planning."""
-    from .cadence.sweep import PLANNING_FAILURES, Replanner
-
     progress("lowering once with to_executorch (the largest size)")
     largest = list(memories)
     largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
-    try:
-        replanner = Replanner(
-            loaded.edge_copy(), largest, algorithm, alloc_inputs, alloc_outputs, budget,
-            lowering=loaded.lowering,
-        )  # fmt: skip
-    except ValueError as error:  # a graph with control flow: planned more than once
-        raise LoweringError(f"cannot sweep {loaded.input.label}: {error}") from error
+    replayed = replanner(
+        loaded, largest, algorithm, alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
+        budget=budget, purpose="sweep",
+    )  # fmt: skip
+    from .cadence.sweep import PLANNING_FAILURES
 
     def plan_at(config: Sequence[Memory]) -> Planned | str:
         try:
-            return Planned(replanner.plan(config))
+            return Planned(replayed.plan(config))
         except PLANNING_FAILURES as error:
             failure = _model_failure(error)
             if failure.tensor_size:
@@ -630,3 +628,30 @@ def _model_planner(
             return failure.reason.split("; ")[0]
 
     return plan_at
+
+
+def replanner(
+    loaded: LoadedInput,
+    memories: Sequence[Memory],
+    algorithm: str,
+    *,
+    alloc_inputs: bool = True,
+    alloc_outputs: bool = True,
+    budget: Budget = DEFAULT_BUDGET,
+    objective: Objective = "bytes",
+    purpose: str = "plan again",
+) -> Any:
+    """A model lowered once, by one ``to_executorch`` at ``memories`` with ``algorithm`` in
+    its lowering's backend config, whose memory planning ``plan`` replays at any memories
+    (``cadence_memplan.cadence.sweep.Replanner``): what ``sweep`` and ``size`` plan
+    with. Raises :class:`LoweringError` for a graph the planner is called on more than
+    once (control flow), naming ``purpose`` ("cannot sweep ...")."""
+    from .cadence.sweep import Replanner
+
+    try:
+        return Replanner(
+            loaded.edge_copy(), memories, algorithm, alloc_inputs, alloc_outputs, budget,
+            lowering=loaded.lowering, objective=objective,
+        )  # fmt: skip
+    except ValueError as error:  # a graph with control flow: planned more than once
+        raise LoweringError(f"cannot {purpose} {loaded.input.label}: {error}") from error

@@ -65,9 +65,10 @@ class Progress:
             print(f"{PROG}: [{elapsed:5.1f} s] {message}", file=self.stream, flush=True)
 
 
-def add_planning_options(parser: argparse.ArgumentParser) -> None:
+def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True) -> None:
     """--memory/--memory-config, --algo, --work, --budget, --lowering,
-    --alloc-inputs/outputs: how to plan, the same for plan and sweep."""
+    --alloc-inputs/outputs: how to plan, the same for plan, sweep and size (without
+    ``placer``, no --algo: the command plans with best)."""
     memory = parser.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
@@ -82,28 +83,35 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a .json or .toml file listing memories with names and base addresses",
     )
-    parser.add_argument(
-        "--algo",
-        choices=ALGORITHMS,
-        default=DEFAULT_ALGORITHM,
-        help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
-        " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
-        " (ours, mem_algo=2) (default: %(default)s)",
-    )
+    if placer:
+        parser.add_argument(
+            "--algo",
+            choices=ALGORITHMS,
+            default=DEFAULT_ALGORITHM,
+            help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
+            " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1"
+            " first (ours, mem_algo=2) (default: %(default)s)",
+        )
+        work = "with --algo best: the units of work its search may spend"
+        cap = "with --algo best: also stop its search after MS milliseconds of wall time"
+        result = "plan"
+    else:
+        parser.set_defaults(algo="best")
+        work = "the units of work best may spend in all, split across its plans"
+        cap = "also stop best after MS milliseconds of wall time in all"
+        result = "answer"
     parser.add_argument(
         "--work",
         metavar="N",
         type=_work,
-        help="with --algo best: the units of work its search may spend; counted, not timed,"
-        " so the plan is the same on every run and machine (a unit is about 15 µs on one"
-        f" core) (default: {DEFAULT_WORK_BUDGET:,})",
+        help=f"{work}; counted, not timed, so the {result} is the same on every run and"
+        f" machine (a unit is about 15 µs on one core) (default: {DEFAULT_WORK_BUDGET:,})",
     )
     parser.add_argument(
         "--budget",
         metavar="MS",
         type=_budget,
-        help="with --algo best: also stop its search after MS milliseconds of wall time; the"
-        " plan then depends on the machine's speed and load (default: no cap)",
+        help=f"{cap}; the {result} then depends on the machine's speed and load (default: no cap)",
     )
     parser.add_argument(
         "--lowering",

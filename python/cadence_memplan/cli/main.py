@@ -6,6 +6,7 @@
                          [--pte model.pte] [--compare] [--quiet]
     cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
                           [--out sweep.csv] [--plot sweep.png]
+    cadence-memplan size [INPUT] [--memory ...] [--points N] [--json size.json] [--plot size.png]
     cadence-memplan diff A.json B.json
 
 INPUT is a ``torch.export`` archive (``.pt2``), a MiniMalloc CSV instance (``.csv``) or a
@@ -23,6 +24,11 @@ size re-runs only its memory planning) and prints a row per size: each memory's 
 bytes and count, the bytes outside memory 1, whether it fits, and the sizes where a
 bigger M holds fewer bytes. Its exit codes are ``plan``'s (a size that does not fit is a
 row, not a failure).
+
+``size`` finds the smallest size of the first memory that keeps every tensor there, and
+below it the most that memory keeps at each size where that changes, with a proved bound
+(:mod:`cadence_memplan.sizing`); it plans with best, within a work budget split across its
+plans. Its exit codes are ``plan``'s.
 
 ``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the
 plans are identical, 1 they differ, 2 error.
@@ -49,7 +55,7 @@ from typing import Any, NoReturn, TextIO
 from .. import __version__
 from .._validation import closest
 from ..models import BUILTIN_INPUTS
-from . import diff_command, plan_command, sweep_command
+from . import diff_command, plan_command, size_command, sweep_command
 from .common import (
     DEFAULT_ALGORITHM,
     EXIT_BROKEN_PIPE,
@@ -82,6 +88,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     plan_command.add_parser(commands)
     sweep_command.add_parser(commands)
+    size_command.add_parser(commands)
     diff_command.add_parser(commands)
     return parser, dict(commands.choices)
 
@@ -115,7 +122,7 @@ def _join_dash_values(parser: argparse.ArgumentParser, arguments: list[str]) -> 
     return joined
 
 
-COMMANDS = ("plan", "sweep", "diff")
+COMMANDS = ("plan", "sweep", "size", "diff")
 
 
 def _misspelled_command(first: list[str]) -> str | None:
@@ -209,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
     """Parse and run the command: (the exit status, whether it failed with an error)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
-    commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
+    commands = (*([name] for name in COMMANDS), ["-h"], ["--help"], ["--version"])
     misspelled = _misspelled_command(arguments_list[:1])
     if misspelled is not None:
         print(f"{PROG}: error: {misspelled}", file=sys.stderr)
@@ -232,7 +239,7 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         return status, status != 0
     debug = arguments.debug
     try:
-        command = {"sweep": sweep_command, "diff": diff_command}.get(
+        command = {"sweep": sweep_command, "size": size_command, "diff": diff_command}.get(
             arguments.command, plan_command
         )
         return command.run(arguments), False

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Optimality",
     "format_seconds",
+    "kept_terms",
     "percent_used",
     "print_best_summary",
     "print_comparison",
@@ -160,7 +161,7 @@ def print_reorder(reorder: Reorder) -> None:
 TRAFFIC_TERMS = "each tensor's size x (1 + its readers), the bytes written and read"
 
 
-def _kept_terms(objective: str) -> tuple[str, str]:
+def kept_terms(objective: str) -> tuple[str, str]:
     """How a figure of what memory 1 keeps reads: (after the number, in parentheses)."""
     if objective == "bytes":
         return "B", "sum of sizes over the run"
@@ -172,7 +173,7 @@ def _kept_line(name: str, optimality: Optimality) -> str:
     plan (98.9%)``: what memory 1 keeps against capacity-first's proved bound."""
     kept, bound = optimality.kept or 0, optimality.kept_bound or 0
     share = f" ({percent_used(kept, bound)})" if bound else ""
-    unit, terms = _kept_terms(optimality.objective)
+    unit, terms = kept_terms(optimality.objective)
     return (
         f"{name}: keeps {kept:,} {unit} ({terms}); at most {bound:,} {unit} can be kept there"
         f" by any plan{share}"
@@ -346,7 +347,7 @@ def _kept_gains(
     """``keeps 303,104 B more in fast than position and 317,440 B more than heuristic (sum
     of sizes over the run); at most ... can be kept there by any plan``: what the first
     plan keeps in memory 1 against each other plan, in ``objective``'s terms."""
-    unit, terms = _kept_terms(objective)
+    unit, terms = kept_terms(objective)
     gains: list[str] = []
     for name, value in zip(names[1:], kept[1:], strict=True):
         more = kept[0] - value
