@@ -22,7 +22,7 @@ from cases import PLANNING_INSTANCES
 from cli_support import error_line, number, run
 
 import cadence_memplan
-from cadence_memplan import Budget
+from cadence_memplan._types import Budget
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv, size_document, size_schema
 from cadence_memplan.planning import Input, LoadedInput
 from cadence_memplan.sizing import (

@@ -203,7 +203,7 @@ def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
         kept = int(table.sizes[table.mem_ids == 1].sum(dtype=object))
         return PlanAtSize(
             capacity, *_memory1_figures(table, alignment), kept, planned.kept_bound,
-            planned.lower_bound, planned.work, planned.cut_short,
+            planned.lower_bound, planned.spent.work, planned.spent.cut_short,
         )  # fmt: skip
 
     return probe
@@ -246,7 +246,7 @@ def _model_prober(
             kept, kept_bound, lower_bound = int(weights[own].sum(dtype=object)), None, None
         return PlanAtSize(
             capacity, *_memory1_figures(table, alignment), kept, kept_bound, lower_bound,
-            placer.work, placer.cut_short,
+            placer.spent.work, placer.spent.cut_short,
         )  # fmt: skip
 
     return probe, room
