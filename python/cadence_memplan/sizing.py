@@ -45,6 +45,7 @@ from ._types import DEFAULT_BUDGET, Budget, Objective
 from ._validation import is_integer
 from .api import DEFAULT_WORK_BUDGET
 from .io.memories import Memory
+from .model_planning import model_failures, replanner
 from .planning import (
     DoesNotFit,
     Input,
@@ -52,9 +53,7 @@ from .planning import (
     LoadedInput,
     check_plan,
     load_input,
-    model_failures,
     plan_input,
-    replanner,
 )
 from .stats import TensorTable, format_bytes, peak_live_bytes
 

@@ -13,23 +13,13 @@ import numpy as np
 
 from .._types import OBJECTIVES, Budget
 from ..cadence import LOWERING_DESCRIPTIONS
+from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstream_placer_plans
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import (
-    Comparison,
-    Input,
-    InputPlan,
-    UpstreamPlan,
-    check_plan,
-    compare_with_upstream,
-    load_input,
-    plan_input,
-    resolve_input,
-    upstream_placer_plans,
-)
+from ..planning import Input, InputPlan, check_plan, load_input, plan_input, resolve_input
 from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
