@@ -33,7 +33,6 @@ import platform
 import re
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -51,6 +50,7 @@ from table import format_seconds
 
 import cadence_memplan.exir
 from cadence_memplan import api
+from cadence_memplan.io.outputs import write_whole
 from cadence_memplan.models import MODELS, build_model, example_calls
 from cadence_memplan.stats import peak_live_bytes_per_memory
 
@@ -246,19 +246,6 @@ def format_row(row: Row) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def write_whole(path: str, text: str) -> None:
-    """The file is written whole or not at all: a temporary file beside it, renamed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".exir_models.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def main(argv: list[str] | None = None) -> None:
     # Known and harmless here: the decoder never reads its KV cache's initial contents,
     # and torch 2.13's pytree warns about itself when a program is deep-copied.
@@ -296,7 +283,8 @@ def main(argv: list[str] | None = None) -> None:
             f" {os.cpu_count()} cores shared with other work (timings are noisy): medians of"
             f" {args.repeats} rounds, best's work budget {args.work:,}."
         )
-        write_whole(args.markdown, "\n".join(lines) + "\n\n" + note + "\n")
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text("\n".join(lines) + "\n\n" + note + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
