@@ -103,7 +103,7 @@ def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True
     parser.add_argument(
         "--work",
         metavar="N",
-        type=_work,
+        type=whole_number("units"),
         help=f"{work}; counted, not timed, so the {result} is the same on every run and"
         f" machine (a unit is about 15 µs on one core) (default: {DEFAULT_WORK_BUDGET:,})",
     )
@@ -183,14 +183,20 @@ def _budget(text: str) -> float:
     return value
 
 
-def _work(text: str) -> int:
-    try:
-        value = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of units >= 0")
-    return value
+def whole_number(noun: str) -> Callable[[str], int]:
+    """An argparse type: a count >= 0, with ``,`` or ``_`` between digits allowed
+    (``450,000``); the error names what is counted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {noun} >= 0")
+        return value
+
+    return parse
 
 
 def budget_from_arguments(arguments: argparse.Namespace) -> Budget:

@@ -25,6 +25,7 @@ from .common import (
     model_stack_installed,
     quiet_libraries,
     warn,
+    whole_number,
     writing_outputs,
 )
 from .plot_axes import PLOT_SUFFIXES
@@ -52,7 +53,7 @@ def add_parser(commands: Any) -> None:
     sizer.add_argument(
         "--points",
         metavar="N",
-        type=_points,
+        type=whole_number("points"),
         default=DEFAULT_POINTS,
         help="plan at most N sizes below the one that keeps every tensor, each where the last"
         " plan's use of the memory ends, so each point is where the answer changes"
@@ -70,16 +71,6 @@ def add_parser(commands: Any) -> None:
     )
     sizer.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     sizer.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
-
-
-def _points(text: str) -> int:
-    try:
-        value = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of points >= 0")
-    return value
 
 
 def run(arguments: argparse.Namespace) -> int:
