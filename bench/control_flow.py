@@ -43,6 +43,7 @@ import cadence_memplan.exir
 from cadence_memplan import CadenceMemoryPlanning
 from cadence_memplan.cadence.compiler import cadence_backend_config
 from cadence_memplan.cadence.lowering import lower_exported
+from cadence_memplan.io.outputs import write_whole
 
 PROGRAMS = {**FAMILY, "cond-then-scan": CondThenScan, "issue-21490": Issue21490}
 
@@ -131,7 +132,8 @@ def main() -> None:
     text = f"{exir}\n\n{cadence}\n\n{note}\n"
     print(text)
     if args.markdown:
-        args.markdown.write_text(text)
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 //
 //   exact_search_driver [options] FILE.csv...   MiniMalloc instances
 //   exact_search_driver [options] --rectangles  the 12 cut rectangles
-// Options: --budget-ms B (1000), --max-nodes N, --threads T (1),
+// Options: --work N (best's default), --budget-ms B (a wall-clock cap; none
+//   by default), --threads T (1),
 //   --below-ms B: afterwards, ask FitInCapacity for a packing one byte below
 //   the plan with this budget (does a smaller plan exist that we missed?),
 //   --progress: print every improvement,
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,8 +81,8 @@ bool WriteCsv(const std::string& dir, const std::string& name, const std::vector
 }
 
 struct Options {
-  double budget_ms = 1000;
-  int64_t max_nodes = -1;
+  double budget_ms = std::numeric_limits<double>::infinity();
+  int64_t work_budget = kDefaultBestWork;
   int threads = 1;
   double below_ms = 0;
   bool progress = false;
@@ -96,7 +98,7 @@ double Run(const std::string& name, const std::vector<Tensor>& tensors, const Op
   BestOptions options;
   options.budget_ms = o.budget_ms;
   options.threads = o.threads;
-  if (o.max_nodes >= 0) options.max_nodes = o.max_nodes;
+  options.work_budget = o.work_budget;
   const auto began = std::chrono::steady_clock::now();
   const BestResult r = PlanBest(request, options);
   const double ms =
@@ -106,11 +108,11 @@ double Run(const std::string& name, const std::vector<Tensor>& tensors, const Op
   const double last = r.improvements.empty() ? 0 : r.improvements.back().elapsed_ms;
   std::printf(
       "%-28s %6zu bound %10lld bufsize %10lld ratio %.4f lower %10lld %s time %7.0f ms"
-      " last improvement %7.0f ms nodes %lld steps %zu",
+      " last improvement %7.0f ms nodes %lld work %lld steps %zu",
       name.c_str(), tensors.size(), static_cast<long long>(bound), static_cast<long long>(bufsize),
       static_cast<double>(bufsize) / bound, static_cast<long long>(r.lower_bound.value_or(-1)),
       r.proved_optimal ? "proved" : "open  ", ms, last, static_cast<long long>(r.search_nodes),
-      r.improvements.size());
+      static_cast<long long>(r.work), r.improvements.size());
   if (o.below_ms > 0 && !r.proved_optimal) {
     PackingProblem problem;
     problem.tensors = tensors;
@@ -150,8 +152,8 @@ int main(int argc, char** argv) {
     const auto value = [&] { return k + 1 < argc ? std::string(argv[++k]) : std::string("0"); };
     if (arg == "--budget-ms") {
       o.budget_ms = std::stod(value());
-    } else if (arg == "--max-nodes") {
-      o.max_nodes = std::stoll(value());
+    } else if (arg == "--work") {
+      o.work_budget = std::stoll(value());
     } else if (arg == "--threads") {
       o.threads = std::stoi(value());
     } else if (arg == "--below-ms") {

@@ -33,7 +33,6 @@ import platform
 import re
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -51,6 +50,7 @@ from table import format_seconds
 
 import cadence_memplan.exir
 from cadence_memplan import api
+from cadence_memplan.io.outputs import write_whole
 from cadence_memplan.models import MODELS, build_model, example_calls
 from cadence_memplan.stats import peak_live_bytes_per_memory
 
@@ -172,7 +172,7 @@ class Row:
     note: str = ""
 
 
-def measure(name: str, repeats: int, budget_ms: float) -> Row:
+def measure(name: str, repeats: int, work: int) -> Row:
     try:
         model, inputs = BUILDERS[name]()
     except ModelUnavailable as why_not:
@@ -188,7 +188,7 @@ def measure(name: str, repeats: int, budget_ms: float) -> Row:
         # What memory_planning_pass(smallest=True) builds, with both algorithms timed.
         greedy = TimedAlgorithm(cadence_memplan.exir.greedy)
         best = TimedAlgorithm(
-            functools.partial(cadence_memplan.exir.best, budget_ms=budget_ms), name="best"
+            functools.partial(cadence_memplan.exir.best, work_budget=work), name="best"
         )
         planning = MemoryPlanningPass(
             memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=[greedy, best])
@@ -246,19 +246,6 @@ def format_row(row: Row) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def write_whole(path: str, text: str) -> None:
-    """The file is written whole or not at all: a temporary file beside it, renamed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".exir_models.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def main(argv: list[str] | None = None) -> None:
     # Known and harmless here: the decoder never reads its KV cache's initial contents,
     # and torch 2.13's pytree warns about itself when a program is deep-copied.
@@ -268,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=",".join(BUILDERS), help="comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="to_executorch rounds each")
     parser.add_argument(
-        "--budget-ms", type=float, default=api.DEFAULT_BUDGET_MS, help="best's budget_ms"
+        "--work", type=int, default=api.DEFAULT_WORK_BUDGET, help="best's work budget"
     )
     parser.add_argument("--markdown", help="also write the table, with the command, here")
     args = parser.parse_args(argv)
@@ -281,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     print(*lines, sep="\n", flush=True)
     rows = []
     for name in names:
-        rows.append(measure(name, args.repeats, args.budget_ms))
+        rows.append(measure(name, args.repeats, args.work))
         lines.append(format_row(rows[-1]))
         print(lines[-1], flush=True)
     if any(row.outputs == "DIFFER" for row in rows):
@@ -294,9 +281,10 @@ def main(argv: list[str] | None = None) -> None:
             f"Measured with `{command}` on {platform.machine()} Linux, Python"
             f" {platform.python_version()}, torch {torch.__version__}, executorch 1.5.1,"
             f" {os.cpu_count()} cores shared with other work (timings are noisy): medians of"
-            f" {args.repeats} rounds, best's budget {args.budget_ms:g} ms."
+            f" {args.repeats} rounds, best's work budget {args.work:,}."
         )
-        write_whole(args.markdown, "\n".join(lines) + "\n\n" + note + "\n")
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text("\n".join(lines) + "\n\n" + note + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

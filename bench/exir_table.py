@@ -55,6 +55,7 @@ from workloads import Workload, instance_workloads, synthetic_workloads
 import cadence_memplan
 import cadence_memplan.exir
 from cadence_memplan.exir import records
+from cadence_memplan.io.outputs import write_whole
 from cadence_memplan.models import build_model
 from cadence_memplan.stats import peak_live_bytes
 
@@ -376,8 +377,9 @@ def main(argv: list[str] | None = None) -> None:
             " Every plan timed was checked with"
             " `cadence_memplan.validate`; the export's two programs are byte for byte equal."
         )
-        with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write("\n\n".join("\n".join(table) for table in tables) + "\n\n" + note + "\n")
+        text = "\n\n".join("\n".join(table) for table in tables) + "\n\n" + note + "\n"
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
     python bench/minimalloc_compare.py --rectangles build/rectangles --markdown out.md
 
 ``best`` (``cadence_memplan.plan(..., algorithm="best")``, one memory as large as all
-buffers, alignment 1, ``--budget-ms``) runs once per instance and ``--threads`` value, each
+buffers, alignment 1, ``--work`` units of work) runs once per instance and ``--threads`` value, each
 in a fresh interpreter that reports its peak resident memory (VmHWM) before and
 after the call: the first is the baseline of the interpreter with numpy, the package and
 the instance loaded, the difference is what the call added.
@@ -40,7 +40,7 @@ from pathlib import Path
 from quality import markdown
 from workloads import INSTANCES, REPO_ROOT
 
-from cadence_memplan.api import DEFAULT_BUDGET_MS
+from cadence_memplan.api import DEFAULT_WORK_BUDGET
 from cadence_memplan.io.minimalloc import capacity_from_filename, read_minimalloc_csv
 from cadence_memplan.io.outputs import write_whole
 from cadence_memplan.stats import peak_live_bytes
@@ -62,7 +62,7 @@ def peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def child(path: str, budget_ms: float, threads: int) -> None:
+def child(path: str, work: int, threads: int) -> None:
     """In the subprocess: one ``best`` call; print its figures as JSON."""
     import cadence_memplan
 
@@ -72,7 +72,7 @@ def child(path: str, budget_ms: float, threads: int) -> None:
     baseline_kb = peak_rss_kb()
     began = time.perf_counter()
     result = cadence_memplan.plan(
-        *arrays, *memory, algorithm="best", budget_ms=budget_ms, threads=threads
+        *arrays, *memory, algorithm="best", work_budget=work, threads=threads
     )
     seconds = time.perf_counter() - began
     peak_kb = peak_rss_kb()
@@ -96,8 +96,8 @@ class Best:
     peak_kb: int
 
 
-def run_best(path: Path, budget_ms: float, threads: int) -> Best:
-    command = [sys.executable, __file__, "--child", str(path), "--budget-ms", str(budget_ms)]
+def run_best(path: Path, work: int, threads: int) -> Best:
+    command = [sys.executable, __file__, "--child", str(path), "--work", str(work)]
     out = subprocess.run(
         [*command, "--threads", str(threads)], check=True, capture_output=True, text=True
     )
@@ -193,7 +193,7 @@ def megabytes(kb: int | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--budget-ms", type=float, default=DEFAULT_BUDGET_MS)
+    parser.add_argument("--work", type=int, default=DEFAULT_WORK_BUDGET)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rectangles", type=Path, help="a folder of cut rectangles (CSV)")
     parser.add_argument("--real", nargs="*", default=list(REAL_DEFAULT), help="real/ instances")
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--markdown", help="also write the tables, with the command, here")
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child, args.budget_ms, args.threads[0])
+        child(args.child, args.work, args.threads[0])
         return
 
     have_minimalloc = args.minimalloc.is_file() and os.access(args.minimalloc, os.X_OK)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
         name = instance_name(path)
         instance = read_minimalloc_csv(path)
         bound = peak_live_bytes(*instance[1:])
-        bests = {threads: run_best(path, args.budget_ms, threads) for threads in args.threads}
+        bests = {threads: run_best(path, args.work, threads) for threads in args.threads}
         baselines += [best.baseline_kb for best in bests.values()]
         memory_cells = [name, f"{instance.buffer_count:,}", f"{bound:,}"]
         for best in bests.values():
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Measured with `python bench/minimalloc_compare.py {' '.join(argv or sys.argv[1:])}`"
         f" on {platform.machine()} Linux, Python {platform.python_version()},"
         f" {os.cpu_count()} cores, load average {load_before[0]:.2f} before and"
-        f" {load_after[0]:.2f} after; best's budget {args.budget_ms:g} ms, MiniMalloc's"
+        f" {load_after[0]:.2f} after; best's work budget {args.work:,}, MiniMalloc's"
         f" timeout {args.minimalloc_timeout:g} s. Baseline RSS of a child (interpreter, numpy,"
         f" cadence_memplan, the instance) {megabytes(baselines[len(baselines) // 2])} (median)."
     )

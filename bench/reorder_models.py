@@ -44,11 +44,11 @@ from exir_models import (
     arena,
     run_program,
     storage_reuse_pairs,
-    write_whole,
 )
 from table import format_seconds
 
 import cadence_memplan.exir
+from cadence_memplan.io.outputs import write_whole
 from cadence_memplan.models import build_model, example_calls
 from cadence_memplan.scheduling.rules import node_specs, storage_root
 
@@ -284,7 +284,10 @@ def main(argv: list[str] | None = None) -> None:
             f" {platform.python_version()}, torch {torch.__version__}, executorch 1.5.1,"
             f" {os.cpu_count()} cores shared with other work (times are noisy)."
         )
-        write_whole(args.markdown, "\n".join([*lines, "", *summary, "", note]) + "\n")
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text(
+                "\n".join([*lines, "", *summary, "", note]) + "\n", encoding="utf-8"
+            )
 
 
 if __name__ == "__main__":

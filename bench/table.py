@@ -45,6 +45,8 @@ from workloads import (
     time_once,
 )
 
+from cadence_memplan.io.outputs import write_whole
+
 __all__ = ["main"]
 
 # The quadratic implementations (upstream's and the clean Python reference, and the naive
@@ -305,8 +307,8 @@ def main(argv: list[str] | None = None) -> None:
                 " size of any cell of the row (the process includes torch and executorch)."
             ),
         ]
-        with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write("\n".join([*lines, "", *notes, ""]))
+        with write_whole(args.markdown) as temporary:
+            temporary.write_text("\n".join([*lines, "", *notes, ""]), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -398,3 +398,24 @@ def brute_force_bufsize(starts, ends, sizes, capacity: int, alignment: int) -> i
 
     place(0, 0)
     return best[0]
+
+
+def random_schedule_problem(seed: int, units: int = 300, buffers: int = 400) -> dict:
+    """``cadence_memplan.schedule``'s arguments for a random program the given order does
+    not already schedule best: ``buffers`` buffers of 16 to 1,584 bytes, each made by a
+    random unit (or there from the start) and read by up to three later ones."""
+    rng = np.random.default_rng(seed)
+    producers = rng.integers(-1, units - 1, size=buffers)
+    users: list[int] = []
+    offsets = [0]
+    for producer in producers:
+        users += rng.integers(max(producer, 0), units, size=rng.integers(0, 4)).tolist()
+        offsets.append(len(users))
+    return {
+        "num_units": units,
+        "edges": np.zeros((0, 2), dtype=np.int64),
+        "buffer_sizes": rng.integers(1, 100, size=buffers) * 16,
+        "buffer_producers": producers,
+        "buffer_user_offsets": offsets,
+        "buffer_users": users,
+    }

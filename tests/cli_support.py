@@ -1,14 +1,23 @@
 """Running the command line in the tests, with numpy alone: ``python -m cadence_memplan`` in
-a subprocess (:func:`run`), the one line it prints on failure (:func:`error_line`), the
-small MiniMalloc instance the CSV tests plan (``SMALL_CSV``; the ``small_csv`` fixture in
-tests/conftest.py writes it), and the report's memory table read back (:func:`report_rows`).
+a subprocess (:func:`run`), the one line it prints on failure (:func:`error_line`), its
+progress lines (``PROGRESS_LINE``), the small MiniMalloc instance the CSV tests plan
+(``SMALL_CSV``; the ``small_csv`` fixture in tests/conftest.py writes it), the plan a run
+should print, made in process (:func:`expected_plan`), the report's memory table read back
+(:func:`report_rows`), and a picture's size (:func:`image_size`, which skips without
+matplotlib).
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+import cadence_memplan
+from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv
 
 CLI = [sys.executable, "-m", "cadence_memplan"]
 MODEL_TIMEOUT = 300  # seconds: a model run lowers a model (torch and executorch import first)
@@ -29,6 +38,8 @@ k,1,2,0
 l,3,8,800
 """
 TWO_MEMORIES = "4KiB:16,1MiB:64"
+# A progress line on stderr: where one shows, the work has started.
+PROGRESS_LINE = re.compile(r"^cadence-memplan: \[\s*\d+\.\d s\] ", re.MULTILINE)
 
 
 def run(*arguments: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -57,3 +68,28 @@ def report_rows(stdout: str) -> dict[str, list[str]]:
 def number(cell: str) -> int:
     """A report cell's integer, thousands separators removed."""
     return int(cell.replace(",", ""))
+
+
+def expected_plan(path: Path, memory_spec: str, algorithm: str) -> cadence_memplan.PlanResult:
+    """The plan of the MiniMalloc CSV ``path`` in ``memory_spec``'s memories, in process."""
+    instance = read_minimalloc_csv(path)
+    memories = parse_memory_spec(memory_spec)
+    return cadence_memplan.plan(
+        instance.starts,
+        instance.ends,
+        instance.sizes,
+        [memory.size for memory in memories],
+        [memory.alignment for memory in memories],
+        algorithm=algorithm,
+    )
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels of the picture at ``path``; the test skips without
+    matplotlib."""
+    matplotlib_image = pytest.importorskip(
+        "matplotlib.image", reason='needs matplotlib: pip install ".[plot]"'
+    )
+
+    height, width = matplotlib_image.imread(path).shape[:2]
+    return width, height

@@ -6,8 +6,9 @@ beside this one, imported by name, never from a ``test_*.py`` module: tests/case
 (planning problems, numpy only), tests/cli_support.py (running the command line, numpy
 only), tests/plan_tables.py (planned tensor tables, numpy and hypothesis),
 tests/upstream_runs.py (running a case through upstream's classes and ours),
-tests/exir_cases.py (inputs of exir's planners) and tests/lowered_models.py (real models
-through Cadence's compiler); the last three need torch and executorch.
+tests/exir_cases.py (inputs of exir's planners), tests/exir_runs.py (an input through
+exir's planner and ours) and tests/lowered_models.py (real models through Cadence's
+compiler); the last four need torch and executorch.
 
 Markers (registered in pyproject.toml, ``--strict-markers``): ``executorch`` for tests
 that need torch and executorch (their modules skip with the reason when executorch is not

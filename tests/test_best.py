@@ -88,8 +88,8 @@ def test_smaller_than_upstream_on_hard_instances(path: Path) -> None:
     beat both, and be deterministic."""
     instance = read_minimalloc_csv(path)
     memory = ([int(instance.sizes.sum())], [1])
-    # A node budget, not wall time, makes the search deterministic.
-    options = {"algorithm": "best", "budget_ms": 1e9, "max_nodes": 30_000}
+    # The work budget, never wall time, ends the search: the same plan on every run.
+    options = {"algorithm": "best", "work_budget": 30_000}
     best = cadence_memplan.plan(*instance[1:], *memory, **options)  # type: ignore[arg-type]
     rivals = upstream_costs(
         lambda algorithm: cadence_memplan.plan(*instance[1:], *memory, algorithm=algorithm),
@@ -106,24 +106,49 @@ def test_smaller_than_upstream_on_hard_instances(path: Path) -> None:
     assert best.proved_optimal == (best.lower_bound == int(best.bufsizes[1]))
 
 
-def test_budget_zero_still_plans_with_upstream_placers() -> None:
+@pytest.mark.parametrize(
+    ("budget", "cut_short"), [({"work_budget": 0}, False), ({"budget_ms": 0}, True)]
+)
+def test_no_budget_still_plans_with_upstream_placers(budget: dict, cut_short: bool) -> None:
+    """No work, or a wall-clock cap already spent: upstream's two placers still run, and
+    only the cap says it cut the search."""
     sizes = [64, 48, 32, 16]
-    result = cadence_memplan.plan(
-        [0, 1, 2, 3], [2, 3, 4, 5], sizes, [256], [16], algorithm="best", budget_ms=0
-    )
+    starts, ends = [0, 1, 2, 3], [2, 3, 4, 5]
+    result = cadence_memplan.plan(starts, ends, sizes, [256], [16], algorithm="best", **budget)
     assert result.strategy is not None
     assert "size" in result.strategy
+    assert result.cut_short == cut_short
+    assert result.budget_exhausted
+    if not cut_short:
+        assert result.work == 2  # The two placers' plans, at PlacementWork(4) = 1 unit each.
     assert (
-        cadence_memplan.validate(
-            [0, 1, 2, 3], [2, 3, 4, 5], sizes, result.mem_ids, result.offsets, [256], [16]
-        )
+        cadence_memplan.validate(starts, ends, sizes, result.mem_ids, result.offsets, [256], [16])
         is None
     )
 
 
-@pytest.mark.parametrize("budget", [-1, float("nan"), "soon", None])
+UNPROVED_INSTANCE = PLANNING_INSTANCES / "challenging" / "D.1048576.csv"
+
+
+@pytest.mark.skipif(not UNPROVED_INSTANCE.exists(), reason=f"{UNPROVED_INSTANCE} is not present")
+def test_work_is_counted_and_capped() -> None:
+    """An unproved plan spends its work budget, overrunning it by at most the one placer
+    plan or search step under way (upstream's two placers always run), and no cap says
+    it cut the search short."""
+    instance = read_minimalloc_csv(UNPROVED_INSTANCE)
+    memory = ([int(instance.sizes.sum())], [1])
+    for work in (0, 500, 5_000):
+        result = cadence_memplan.plan(*instance[1:], *memory, algorithm="best", work_budget=work)
+        placers = 2 * (1 + len(instance.sizes) // 8)
+        assert result.work <= max(work, placers) + 1 + len(instance.sizes) // 8
+        assert not result.cut_short
+        assert result.budget_exhausted
+        assert not result.proved_optimal  # D's optimum is never proved with this little
+
+
+@pytest.mark.parametrize("budget", [-1, float("nan"), "soon"])
 def test_bad_budget_is_refused(budget: object) -> None:
-    with pytest.raises(ValueError, match="budget_ms must be a number >= 0"):
+    with pytest.raises(ValueError, match="budget_ms must be a number >= 0 or None"):
         cadence_memplan.plan([0], [1], [8], [64], [1], algorithm="best", budget_ms=budget)  # type: ignore[arg-type]
 
 
@@ -163,7 +188,7 @@ def test_proves_the_optimum_of_a_cut_rectangle(seed: int) -> None:
     )
     memory = ([4 * height * alignment], [alignment])
     result = cadence_memplan.plan(
-        starts, ends, sizes, *memory, algorithm="best", budget_ms=1e9, max_nodes=1_000_000
+        starts, ends, sizes, *memory, algorithm="best", work_budget=1_000_000
     )
     assert (
         cadence_memplan.validate(starts, ends, sizes, result.mem_ids, result.offsets, *memory)
@@ -191,7 +216,7 @@ def test_claims_hold_against_brute_force(seed: int) -> None:
     optimum = brute_force_bufsize(starts, ends, sizes, capacity, alignment)
     try:
         result = cadence_memplan.plan(
-            starts, ends, sizes, [capacity], [alignment], algorithm="best", max_nodes=100_000
+            starts, ends, sizes, [capacity], [alignment], algorithm="best", work_budget=100_000
         )
     except cadence_memplan.PlanningError:
         return  # Both upstream placers failed too (test_never_worse_... covers that).
@@ -224,8 +249,9 @@ def test_lower_bound_only_without_bytes_outside_memory_1() -> None:
         ({"threads": -1}, ValueError, "threads must be in"),
         ({"threads": 2.5}, TypeError, "threads must be an integer"),
         ({"threads": True}, TypeError, "threads must be an integer"),
-        ({"max_nodes": -5}, ValueError, "max_nodes must be in"),
-        ({"max_nodes": "many"}, TypeError, "max_nodes must be an integer or None"),
+        ({"work_budget": -5}, ValueError, "work_budget must be in"),
+        ({"work_budget": "many"}, TypeError, "work_budget must be an integer or None"),
+        ({"work_budget": 2.5}, TypeError, "work_budget must be an integer or None"),
     ],
 )
 def test_bad_search_options_are_refused(options, error, match) -> None:

@@ -33,18 +33,13 @@ from exir_cases import (
     BankDescription,
     BankedCase,
     GreedyCase,
-    Planned,
-    Raised,
-    assert_same_outcome,
     build_specs,
     generate_banked_case,
     graph_module_with,
-    run_banked,
-    run_greedy,
     spec,
-    spec_fields,
     without_inverted_lifetimes,
 )
+from exir_runs import Planned, Raised, assert_same_outcome, run_banked, run_greedy, spec_fields
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -43,17 +43,12 @@ from executorch.exir.tensor import TensorSpec
 from exir_cases import (
     NAMED_GREEDY_CASES,
     GreedyCase,
-    Planned,
-    Raised,
     build_specs,
-    capture,
     generate_greedy_case,
     graph_module_with,
-    run_greedy,
     spec,
-    spec_fields,
-    verifier_over,
 )
+from exir_runs import Planned, Raised, capture, run_greedy, spec_fields, verifier_over
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -373,6 +368,8 @@ def test_exir_error_in_the_fallback_leaves_the_specs() -> None:
         ({"budget_ms": -1}, ValueError, "budget_ms"),
         ({"budget_ms": float("nan")}, ValueError, "budget_ms"),
         ({"budget_ms": "soon"}, ValueError, "budget_ms"),
+        ({"work_budget": -1}, ValueError, "work_budget"),
+        ({"work_budget": 1.5}, TypeError, "work_budget"),
     ],
 )
 def test_bad_arguments_raise_and_change_nothing(
@@ -383,7 +380,7 @@ def test_bad_arguments_raise_and_change_nothing(
         tensor_spec.alignment = 1
     before = spec_fields(specs)
     call = {"alignment": 16, "extra_padding": 0, **arguments}
-    budget = {"budget_ms": call.pop("budget_ms")} if "budget_ms" in call else {}
+    budget = {key: call.pop(key) for key in ("budget_ms", "work_budget") if key in call}
     with pytest.raises(error, match=match):
         cadence_memplan.exir.best(
             call["alignment"], specs, graph_module_with(None), None, call["extra_padding"],
@@ -403,9 +400,10 @@ def test_storage_error_changes_nothing() -> None:
     assert spec_fields(specs) == before
 
 
-def test_a_zero_budget_still_plans() -> None:
+@pytest.mark.parametrize("budget", [{"work_budget": 0}, {"budget_ms": 0}])
+def test_a_zero_budget_still_plans(budget: dict[str, float]) -> None:
     case = stacked_case()
-    ours = run_best(case, build_specs(case.specs), budget_ms=0)
+    ours = run_best(case, build_specs(case.specs), **budget)
     assert isinstance(ours, Planned)
     assert_valid_plan(case, build_specs(case.specs), ours)
 

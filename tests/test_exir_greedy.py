@@ -30,20 +30,22 @@ from executorch.exir.memory_planning import greedy as exir_greedy
 from exir_cases import (
     NAMED_GREEDY_CASES,
     GreedyCase,
-    Planned,
-    Raised,
     SpecDescription,
-    apply_mutations,
-    assert_same_outcome,
     build_specs,
     generate_greedy_case,
-    generate_mutations,
     graph_module_with,
-    run_greedy,
     spec,
+    without_inverted_lifetimes,
+)
+from exir_runs import (
+    Planned,
+    Raised,
+    apply_mutations,
+    assert_same_outcome,
+    generate_mutations,
+    run_greedy,
     spec_fields,
     verifier_over,
-    without_inverted_lifetimes,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

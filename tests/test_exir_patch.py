@@ -34,14 +34,8 @@ from executorch.exir import ExecutorchBackendConfig, banked_memory_planning, to_
 from executorch.exir import memory_planning as exir_planning
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes import memory_planning_pass as exir_pass_module
-from exir_cases import (
-    NAMED_GREEDY_CASES,
-    Raised,
-    assert_same_outcome,
-    build_specs,
-    graph_module_with,
-    run_greedy,
-)
+from exir_cases import NAMED_GREEDY_CASES, build_specs, graph_module_with
+from exir_runs import Raised, assert_same_outcome, run_greedy
 
 import cadence_memplan
 import cadence_memplan.exir

@@ -110,8 +110,8 @@ def test_cli_explain_csv(small_csv: Path, tmp_path: Path) -> None:
         section = section.split("\nexplain ")[0]
         gap = "no gap" if peak.gap == 0 else f"gap {peak.gap:,} B"
         assert section.startswith(
-            f"peak usage {peak.peak_usage:,} B ({format_bytes(peak.peak_usage)}), peak-live lower bound"
-            f" {peak.peak_live_bytes:,} B"
+            f"peak usage {peak.peak_usage:,} B ({format_bytes(peak.peak_usage)}); peak live of"
+            f" this plan's tensors in mem{peak.mem_id} {peak.peak_live_bytes:,} B"
         )
         assert gap in section.splitlines()[0]
         assert f"live bytes peak first at node {peak.peak_node}:" in section
@@ -120,7 +120,10 @@ def test_cli_explain_csv(small_csv: Path, tmp_path: Path) -> None:
         assert listed == [labels[row] for row in peak.live_rows]
         assert "id  size (B)  offset  lifetime [lower, upper)" in section
         if peak.hole_sizes.size:
-            holes = f"{len(peak.hole_sizes)} hole(s) below the peak usage there, {peak.gap} B"
+            count = len(peak.hole_sizes)
+            holes = (
+                f"{count} hole{'s' if count > 1 else ''} below the peak usage there, {peak.gap} B"
+            )
             assert f"{holes}: all of the gap:" in section
             for offset, size in zip(peak.hole_offsets, peak.hole_sizes, strict=True):
                 assert re.search(rf"^    {offset:,} +{size:,}$", section, re.MULTILINE)

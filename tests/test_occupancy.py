@@ -1,8 +1,8 @@
 """The core's four occupancies (how a memory finds the tensors alive with the one being
 placed) give one plan, and ``occupancy="auto"`` picks the one its cost model says.
 
-Exactness against upstream on every occupancy is in test_differential.py (it needs
-executorch); here the pure-Python reference is the oracle, so this runs with numpy alone.
+Exactness against upstream on every occupancy is in the test_differential_*.py files
+(they need executorch); here the pure-Python reference is the oracle, so this runs with numpy alone.
 """
 
 from __future__ import annotations

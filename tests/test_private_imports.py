@@ -2,7 +2,7 @@
 
 A name with a leading underscore belongs to its module. What several modules share is
 public in the module that owns it: the TensorSpec boundary
-(``_boundary/tensorspecs.py``), upstream's private names (``_boundary/upstream.py``),
+(``_boundary/tensorspecs/``), upstream's private names (``_boundary/upstream.py``),
 the array API's vocabulary (``_types.py``, ``_validation.py``). Importing a private
 module itself (``from . import _core``) is allowed; importing ``_x`` out of one is not.
 """

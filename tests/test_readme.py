@@ -5,6 +5,7 @@ relative link leads to a file."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import cadence_memplan
-from cadence_memplan.io import read_memory_config, read_minimalloc_csv
+from cadence_memplan.io import read_memory_config, read_minimalloc_csv, size_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -86,7 +87,8 @@ def test_the_formats_page_examples_read_as_their_formats(tmp_path: Path) -> None
     """What docs/formats.md tells a user to paste is read by the package's readers."""
     formats = ROOT / "docs" / "formats.md"
     csvs, jsons, tomls = (blocks(language, [formats]) for language in ("csv", "json", "toml"))
-    assert len(csvs) == len(jsons) == len(tomls) == 1
+    assert len(csvs) == len(tomls) == 1
+    assert len(jsons) == 2  # a memory config, then what `size --json` writes (below)
     (tmp_path / "example.csv").write_text(csvs[0][1])
     assert len(read_minimalloc_csv(tmp_path / "example.csv").ids) == 8
     (tmp_path / "memories.json").write_text(jsons[0][1])
@@ -98,6 +100,18 @@ def test_the_formats_page_examples_read_as_their_formats(tmp_path: Path) -> None
     if sys.version_info >= (3, 11):  # tomllib
         (tmp_path / "memories.toml").write_text(tomls[0][1])
         assert len(read_memory_config(tmp_path / "memories.toml")) == 2
+
+
+def test_the_formats_page_size_example_is_what_size_writes() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    _, example = blocks("json", [ROOT / "docs" / "formats.md"])[1]
+    document = json.loads(example)
+    jsonschema.validate(document, size_schema())
+    (memory,) = document["memories"]
+    capacities = [point["capacity"] for point in memory["curve"]]
+    assert capacities == sorted(capacities, reverse=True)
+    assert capacities[0] < memory["all_fit_from"]
+    assert all(p["kept"] <= p["kept_bound"] <= memory["total"] for p in memory["curve"])
 
 
 def test_first_block_is_the_two_commands() -> None:

@@ -2,7 +2,8 @@
 
 Random cases (tests/cases.py's generator: blocklists, disallowed memories, pre-placed
 tensors, incoming offsets, failures) are compared with the C++ core through the array API
-(numpy only); tests/test_differential.py compares the reference with upstream's classes.
+(numpy only); tests/test_differential_generated.py compares the reference with
+upstream's classes.
 """
 
 from __future__ import annotations

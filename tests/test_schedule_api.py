@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from cases import random_schedule_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -139,21 +140,7 @@ def test_write_backs_move_up_to_the_bound() -> None:
 
 
 def test_same_input_same_order() -> None:
-    rng = np.random.default_rng(5)
-    n = 300
-    producers = rng.integers(-1, n - 1, size=400)
-    users, offsets = [], [0]
-    for producer in producers:
-        users += rng.integers(max(producer, 0), n, size=rng.integers(0, 4)).tolist()
-        offsets.append(len(users))
-    problem = {
-        "num_units": n,
-        "edges": np.zeros((0, 2), dtype=np.int64),
-        "buffer_sizes": rng.integers(1, 100, size=400) * 16,
-        "buffer_producers": producers,
-        "buffer_user_offsets": offsets,
-        "buffer_users": users,
-    }
+    problem = random_schedule_problem(5)
     first, second = schedule(**problem), schedule(**problem)
     assert first.order.tolist() == second.order.tolist()
     assert first.work == second.work

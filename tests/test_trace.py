@@ -1,7 +1,7 @@
 """io/trace.py, the Chrome trace of a plan, on numpy alone: every event against the
 planned table (names, times, offsets, addresses, lanes that never overlap) and its
 counters against a brute-force count of live bytes; through the command line, the
-counters' peaks against the report's "peak live, lower bound" column.
+counters' peaks against the report's "peak live of its tensors" column.
 """
 
 from __future__ import annotations
@@ -99,6 +99,6 @@ def test_cli_trace(small_csv: Path, tmp_path: Path) -> None:
     assert set(rows) == {"mem1", "mem2"}
     for pid, name in enumerate(["mem1", "mem2"], start=1):
         samples = [e["args"]["bytes"] for e in events if e["ph"] == "C" and e["pid"] == pid]
-        # The counter peaks where the report's "peak live, lower bound" column says.
+        # The counter peaks where the report's "peak live of its tensors" column says.
         assert max(samples, default=0) == number(rows[name][5])
     assert document["otherData"]["input"] == "small.csv"

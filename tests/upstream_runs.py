@@ -3,7 +3,9 @@ identical fresh objects, and compare what each did (needs torch and executorch).
 
 :func:`run_algorithm` builds fresh TensorSpecs, a fresh ``MemoryPlanningState`` and fresh
 ``MemConstraints`` from a case, so the upstream run and our run start from identical,
-independent objects. Slots are numbered as in tests/cases.py.
+independent objects. Slots are numbered as in tests/cases.py. :func:`check_matches_upstream`
+is the whole differential check of one case, which the tests/test_differential_*.py files
+run on generated and hand-made cases.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 import torch
-from cases import Case, plan_with_array_api
+from cases import Case, assert_valid_plan, plan_with_array_api
 from executorch.backends.cadence.aot.memory_constraints import MemConstraints
 from executorch.backends.cadence.aot.memory_planning import (
     GreedyWithHeuristic as UpstreamGreedyWithHeuristic,
@@ -40,6 +42,9 @@ ALGORITHM_CLASSES: dict[str, tuple[type[MemoryPlanningAlgo], type[MemoryPlanning
     ),
     "heuristic": (UpstreamGreedyWithHeuristic, cadence_memplan.GreedyWithHeuristic),
 }
+ALGORITHMS = ("position", "heuristic")
+# One memory of 1,000 bytes, alignment 1: the hierarchy of most hand-made cases.
+ONE_MEMORY = {"memory_sizes": (1000,), "memory_alignments": (1,)}
 
 
 # --------------------------------------------------------------------------- specs
@@ -279,3 +284,25 @@ def assert_array_api_agrees(
     assert tuple(tuple(order.tolist()) for order in result.memory_order) == (
         upstream.after.allocated_buffers
     ), f"case={case}"
+
+
+# --------------------------------------------------------------------------- the whole check
+
+
+def check_matches_upstream(case: Case, algorithm: str, container: str = "list") -> Outcome:
+    """The whole differential check for one case, under every occupancy (the core's four
+    ways to find overlapping tensors, which must all give the same plan): upstream's class
+    and ours run on fresh objects and must give the same (mem_id, mem_offset) for every
+    tensor, the same bufsizes and the same ``state.allocated_buffers`` order; or, where
+    upstream raises, ours raises MemoryPlanningAlgoFailure on the same tensor and changes
+    nothing. A plan must pass ``cadence_memplan.validate`` and the array API must agree.
+    Returns upstream's outcome."""
+    upstream_class, our_class = ALGORITHM_CLASSES[algorithm]
+    upstream = run_algorithm(upstream_class, case)
+    for occupancy in cadence_memplan.OCCUPANCIES:
+        ours = run_algorithm(our_class, case, container, occupancy=occupancy)
+        assert_same_outcome(upstream, ours, case)
+        if isinstance(ours, Planned):
+            assert_valid_plan(case, ours.after.placements)
+        assert_array_api_agrees(case, algorithm, upstream, occupancy)
+    return upstream

@@ -5,6 +5,7 @@
 // exceptions to Python's. Values are checked by the core itself
 // (CheckRequest and friends); the Python layer owns the public API.
 #include "bindings/convert.h"
+#include "bindings/interrupt.h"
 
 namespace py = pybind11;
 namespace cm = cadence_memplan;
@@ -31,4 +32,5 @@ PYBIND11_MODULE(_core, m) {
   cm::bindings::RegisterPlanning(m);
   cm::bindings::RegisterSharedObjects(m);
   cm::bindings::RegisterSchedule(m);
+  cm::bindings::RegisterInterrupt(m);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings/convert.h"
+#include "bindings/interrupt.h"
 #include "core/best/best.h"
 #include "core/common/validator.h"
 
@@ -25,6 +26,10 @@ struct PlanOutput {
   // BestResult::all_in_memory1 and selection_fit in words, or None.
   py::object all_in_memory1;
   py::object selection_fit;
+  int64_t work = 0;        // BestResult::work: units of work spent ("best"; 0 otherwise).
+  // BestResult::budget_exhausted: the work (or the cap) ran out before the steps ended.
+  bool budget_exhausted = false;
+  bool cut_short = false;  // BestResult::cut_short: the wall-clock cap ended the search.
 };
 
 const char* AllInMemory1Name(AllInMemory1 answer) {
@@ -76,8 +81,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
                 const Int64Array& placed_starts, const Int64Array& placed_ends,
                 const Int64Array& placed_sizes, const Int64Array& placed_mem_ids,
                 const Int64Array& placed_offsets, const Int64Array& incoming_offsets,
-                bool keep_incoming_offset, const std::string& occupancy, double budget_ms,
-                int threads, int64_t max_nodes, const Int64Array& keep_in_memory1,
+                bool keep_incoming_offset, const std::string& occupancy, int64_t work_budget,
+                double budget_ms, int threads, const Int64Array& keep_in_memory1,
                 const Int64Array& weights) {
   const bool best = algorithm == "best";
   Algorithm placer = Algorithm::kPositionBasedGreedy;
@@ -104,18 +109,8 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
     request.placed[j] = {placed[j], {ToMemId(placed_mem_ids.at(j)), placed_offsets.at(j)}};
   }
 
-  // Ctrl-C: Python runs signal handlers only in the main thread and only
-  // with the GIL, so take it back now and then to let them run. A handler
-  // that raises (KeyboardInterrupt) leaves its exception set; Interrupted
-  // then unwinds the core and error_already_set re-raises that exception.
-  request.interrupted = [] {
-    py::gil_scoped_acquire acquire;
-    return PyErr_CheckSignals() != 0;
-  };
+  request.interrupt = PythonInterrupt();
   if (threads < 0) throw InvalidInput("threads must be >= 0, got " + std::to_string(threads));
-  if (max_nodes < 0) {
-    throw InvalidInput("max_nodes must be >= 0, got " + std::to_string(max_nodes));
-  }
   PlanResult result;
   std::string strategy;
   std::optional<Size> lower_bound;
@@ -123,6 +118,9 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
   std::vector<Improvement> improvements;
   AllInMemory1 all_in_memory1 = AllInMemory1::kNotAsked;
   Fit selection_fit = Fit::kUnknown;
+  int64_t work = 0;
+  bool budget_exhausted = false;
+  bool cut_short = false;
   std::vector<TensorIndex> selection = ToVector(keep_in_memory1, "keep_in_memory1");
   const bool selection_given = !selection.empty();
   if (!best && selection_given) throw InvalidInput("keep_in_memory1 needs algorithm 'best'");
@@ -132,9 +130,9 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
     py::gil_scoped_release release;
     if (best) {
       BestOptions options;
+      options.work_budget = work_budget;
       options.budget_ms = budget_ms;
       options.threads = threads;
-      options.max_nodes = max_nodes;
       options.keep_in_memory1 = std::move(selection);
       options.weights = std::move(tensor_weights);
       BestResult found = PlanBest(request, options);
@@ -145,6 +143,9 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
       improvements = std::move(found.improvements);
       all_in_memory1 = found.all_in_memory1;
       selection_fit = found.selection_fit;
+      work = found.work;
+      budget_exhausted = found.budget_exhausted;
+      cut_short = found.cut_short;
     } else {
       result = cadence_memplan::Plan(request, placer);
     }
@@ -181,7 +182,10 @@ PlanOutput Plan(const std::string& algorithm, const Int64Array& starts, const In
           lower_bound ? py::object(py::int_(*lower_bound)) : py::object(py::none()),
           std::move(progress),
           best ? py::object(py::str(AllInMemory1Name(all_in_memory1))) : py::object(py::none()),
-          selection_given ? py::object(py::str(FitName(selection_fit))) : py::object(py::none())};
+          selection_given ? py::object(py::str(FitName(selection_fit))) : py::object(py::none()),
+          work,
+          budget_exhausted,
+          cut_short};
 }
 
 std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int64Array& sizes,
@@ -195,8 +199,13 @@ std::string Validate(const Int64Array& starts, const Int64Array& ends, const Int
   for (size_t i = 0; i < tensors.size(); ++i) {
     placements[i] = {ToMemId(mem_ids.at(i)), offsets.at(i)};
   }
-  py::gil_scoped_release release;
-  return cadence_memplan::Validate(tensors, placements, memories);
+  const Interrupt interrupt = PythonInterrupt();
+  try {
+    py::gil_scoped_release release;
+    return cadence_memplan::Validate(tensors, placements, memories, interrupt);
+  } catch (const Interrupted&) {
+    throw py::error_already_set();
+  }
 }
 
 }  // namespace
@@ -214,14 +223,18 @@ void RegisterPlanning(py::module_& m) {
       .def_readonly("lower_bound", &PlanOutput::lower_bound)
       .def_readonly("progress", &PlanOutput::progress)
       .def_readonly("all_in_memory1", &PlanOutput::all_in_memory1)
-      .def_readonly("selection_fit", &PlanOutput::selection_fit);
+      .def_readonly("selection_fit", &PlanOutput::selection_fit)
+      .def_readonly("work", &PlanOutput::work)
+      .def_readonly("budget_exhausted", &PlanOutput::budget_exhausted)
+      .def_readonly("cut_short", &PlanOutput::cut_short);
+  m.attr("DEFAULT_BEST_WORK") = kDefaultBestWork;
   m.def("plan", &Plan, py::kw_only(), py::arg("algorithm"), py::arg("starts"), py::arg("ends"),
         py::arg("sizes"), py::arg("memory_sizes"), py::arg("memory_alignments"), py::arg("blocked"),
         py::arg("allowed"), py::arg("placed_starts"), py::arg("placed_ends"),
         py::arg("placed_sizes"), py::arg("placed_mem_ids"), py::arg("placed_offsets"),
         py::arg("incoming_offsets"), py::arg("keep_incoming_offset"), py::arg("occupancy"),
-        py::arg("budget_ms"), py::arg("threads"), py::arg("max_nodes"), py::arg("keep_in_memory1"),
-        py::arg("weights"));
+        py::arg("work_budget"), py::arg("budget_ms"), py::arg("threads"),
+        py::arg("keep_in_memory1"), py::arg("weights"));
   m.def("validate", &Validate, py::kw_only(), py::arg("starts"), py::arg("ends"), py::arg("sizes"),
         py::arg("mem_ids"), py::arg("offsets"), py::arg("memory_sizes"),
         py::arg("memory_alignments"));

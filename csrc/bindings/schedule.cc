@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings/convert.h"
+#include "bindings/interrupt.h"
 #include "core/schedule/schedule.h"
 
 namespace cadence_memplan::bindings {
@@ -86,12 +87,7 @@ ScheduleOutput Schedule(int64_t num_units, const Int64Array& edge_before,
                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double, std::milli>(std::max(0.0, budget_ms)));
   }
-  // Ctrl-C, as in planning.cc: the handler runs with the GIL, its exception
-  // stays set, and error_already_set re-raises it.
-  options.interrupted = [] {
-    py::gil_scoped_acquire acquire;
-    return PyErr_CheckSignals() != 0;
-  };
+  options.interrupt = PythonInterrupt();
   schedule::ScheduleResult result;
   try {
     py::gil_scoped_release release;

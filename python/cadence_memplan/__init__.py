@@ -23,7 +23,7 @@ from ._types import (
     ScheduleResult,
 )
 from ._validation import MAX_MEMORIES
-from .api import plan, schedule, validate
+from .api import DEFAULT_WORK_BUDGET, plan, schedule, validate
 
 if _TYPE_CHECKING:
     from ._boundary.control_flow_check import validate_control_flow
@@ -42,6 +42,7 @@ __version__ = _version("cadence-memplan")
 
 __all__ = [
     "ALGORITHMS",
+    "DEFAULT_WORK_BUDGET",
     "MAX_MEMORIES",
     "OCCUPANCIES",
     "UPSTREAM_ALGORITHMS",

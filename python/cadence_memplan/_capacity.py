@@ -4,7 +4,7 @@ limit.
 The core's ``best`` (csrc/core/best/best.h) improves the plans of upstream's placers and, "fit
 first", asks its exact search whether every tensor allowed in memory 1 fits there. When
 they cannot all fit, which tensors to keep is a choice the placers make greedily. This
-module makes it with a proved bound (docs/quality.md, "Tight memory"):
+module makes it with a proved bound (docs/best.md, "Tight memory"):
 
 1. An integer program (:mod:`._selection`, HiGHS) chooses the tensors that keep the most
    bytes in memory 1 subject to every instant's capacity. It ignores fragmentation, so its
@@ -14,8 +14,13 @@ module makes it with a proved bound (docs/quality.md, "Tight memory"):
    when it beats its own plans under its objective.
 3. Anytime: while memory 1 keeps less than the bound and the budget lasts, a choice the
    exact search proved not to pack is cut off (no superset packs, so the bound stays
-   valid), one it could not pack in time is retried with a little slack in the capacity, and
-   the program is solved again. The best plan so far is kept at every moment.
+   valid), one it could not pack within its work is retried with a little slack in the
+   capacity, and the program is solved again. The best plan so far is kept at every moment.
+
+The budget is ``best``'s work budget, shared between the solves (what HiGHS reports,
+``_highs.py``) and the core's calls (the work each says it spent),
+so the plan is a function of the input and the options; a wall-clock cap, when given, is
+shared the same way, and is the one thing that can make the plan vary.
 
 Plans whose every tensor fits in memory 1 never reach the solver: the core's fit first
 answers them, in milliseconds where they pack at once.
@@ -23,6 +28,7 @@ answers them, in milliseconds where they pack at once.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,15 +37,17 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from ._highs import NONZEROS_PER_WORK
 from ._selection import CapacitySelection, Selection
-from ._types import Preplaced
+from ._types import Preplaced, SearchSpent
 from .stats import peak_live_bytes
 
 __all__ = ["CapacityPlan", "plan_capacity_first"]
 
 IntArray = npt.NDArray[np.int64]
-# One call of the core's best: the tensors to keep in memory 1 (empty: none) and the budget.
-CorePlan = Callable[[IntArray, float], _core.PlanOutput]
+# One call of the core's best: the tensors to keep in memory 1 (empty: none), the work it
+# may spend and its wall-clock cap in milliseconds (math.inf: none).
+CorePlan = Callable[[IntArray, int, float], _core.PlanOutput]
 
 # Of the budget, what the first solve of the integer program may take; later solves take
 # at most this share of what is left. The rest goes to the core's packing of each choice.
@@ -50,25 +58,58 @@ _SLACK = 0.99
 _MIN_SLACK = 0.8
 # Of the budget left, what one round of the core may take.
 _ROUND_SHARE = 0.5
-# Below this many milliseconds left, no further round is started.
-_MIN_ROUND_MS = 20.0
-# What building the program costs in Python and HiGHS per nonzero (measured: 0.9 s at
-# 0.7 M nonzeros on pangu_2.6B, docs/quality.md); a program that would take more than
-# its share of the budget to build is not built.
-_BUILD_SECONDS_PER_NONZERO = 1.5e-6
+# Below this much work left (about 20 ms), no further round is started.
+_MIN_ROUND_WORK = 1000
 _INT64_MAX = (1 << 63) - 1
+
+
+class _Budget:
+    """What the loop may still spend: counted work, and the wall-clock cap when one is
+    set. ``ran_out`` says whether it ended the loop, ``cut_short`` whether the cap ended a
+    step."""
+
+    def __init__(self, work: int, cap_ms: float) -> None:
+        self.work = work
+        self.spent = 0
+        self.deadline = time.perf_counter() + cap_ms / 1000 if math.isfinite(cap_ms) else math.inf
+        self.ran_out = False
+        self.cut_short = False
+
+    def left(self, share: float = 1.0) -> int:
+        return max(0, int((self.work - self.spent) * share))
+
+    def left_ms(self, share: float = 1.0) -> float:
+        if self.deadline == math.inf:
+            return math.inf
+        return max(0.0, (self.deadline - time.perf_counter()) * 1000 * share)
+
+    def charge(self, work: int, cut_short: bool) -> None:
+        self.spent += work
+        self.cut_short |= cut_short
+
+    def exhausted(self) -> bool:
+        """Too little left for another round: work, or time to the cap (which then says
+        it ended the search)."""
+        if self.left() < _MIN_ROUND_WORK:
+            self.ran_out = True
+        elif self.left_ms() < 20.0:
+            self.ran_out = self.cut_short = True
+        return self.ran_out
 
 
 @dataclass(frozen=True)
 class CapacityPlan:
     """The core's best plan and ``kept_bound``, proved: no valid plan keeps more weight in
     memory 1 (the integer program's bound, or, when it was too large to build, the
-    live-bytes bound); ``memory1_proved_full`` when the plan spills and keeps that much."""
+    live-bytes bound); ``memory1_proved_full`` when the plan spills and keeps that much;
+    ``spent``: the work of the solves and the core's calls in all, whether the budget ended
+    the loop (or the core's one call), whether the wall-clock cap ended a step."""
 
     output: _core.PlanOutput
     kept_bound: int
     # Bytes lie outside memory 1 and it keeps kept_bound: no valid plan keeps more there.
     memory1_proved_full: bool
+    spent: SearchSpent
 
 
 def _outside_costs(
@@ -91,18 +132,38 @@ def plan_capacity_first(
     memory_alignments: IntArray,
     may_use_memory1: npt.NDArray[np.bool_],
     preplaced: Preplaced,
+    work_budget: int,
     budget_ms: float,
     weights: IntArray,
 ) -> CapacityPlan:
     """Plan with the core's ``best`` (``core_plan``) and, when not every tensor allowed in
     memory 1 fits there, choose what to keep there by the integer program (module
-    docstring). ``may_use_memory1`` marks the tensors allowed in memory 1; ``weights`` (the
+    docstring), within ``work_budget`` units of work and the cap ``budget_ms`` (math.inf:
+    none). ``may_use_memory1`` marks the tensors allowed in memory 1; ``weights`` (the
     sizes, unless the caller gave others) is what a tensor kept there is worth. Raises what
     ``core_plan`` raises; ImportError when highspy is missing."""
-    began = time.perf_counter()
+    budget = _Budget(work_budget, budget_ms)
 
-    def left_ms() -> float:
-        return budget_ms - 1000 * (time.perf_counter() - began)
+    def plan_core(chosen: IntArray, share: float = 1.0) -> _core.PlanOutput:
+        output = core_plan(chosen, budget.left(share), budget.left_ms(share))
+        budget.charge(output.work, output.cut_short)
+        return output
+
+    def solve(**options: object) -> Selection | None:
+        selection = selector.solve(
+            budget.left(_SOLVE_SHARE), time_limit_s=budget.left_ms(_SOLVE_SHARE) / 1000,
+            **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+        if selection is not None:
+            budget.charge(selection.work, selection.cut_short)
+        return selection
+
+    def finish(output: _core.PlanOutput, bound: int) -> CapacityPlan:
+        spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
+        full = spills and _kept(output, weights) >= bound
+        exhausted = budget.ran_out or (output.budget_exhausted and not full)
+        spent = SearchSpent(budget.spent, exhausted, budget.cut_short)
+        return CapacityPlan(output, bound, full, spent)
 
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1
@@ -116,8 +177,8 @@ def plan_capacity_first(
     if not in_memory1.any() and peak_units <= capacity // alignment:
         # Nothing can be over memory 1 at any instant: everything allowed may fit, which
         # the core's fit first asks; nothing less than all of it is proved.
-        output = core_plan(no_selection, max(0.0, left_ms()))
-        return _finish(output, _bound_after_core(total, output, total, lightest), sizes, weights)
+        output = plan_core(no_selection)
+        return finish(output, _bound_after_core(total, output, total, lightest))
     selector = CapacitySelection(
         starts,
         ends,
@@ -133,19 +194,19 @@ def plan_capacity_first(
     )
     _, nonzeros = selector.model_size()
     first = None
-    if nonzeros * _BUILD_SECONDS_PER_NONZERO <= _SOLVE_SHARE * budget_ms / 1000:
-        first = selector.solve(max(0.0, left_ms()) * _SOLVE_SHARE / 1000)
+    if nonzeros // NONZEROS_PER_WORK <= budget.left(_SOLVE_SHARE):
+        first = solve()
     if first is None or first.value == total:
         # The program would take more than its share of the budget to build (HiGHS does
-        # not stop on time while it builds), or keeps everything: the core alone, with
-        # the bound that needs no solver where the program gave none.
-        output = core_plan(no_selection, max(0.0, left_ms()))
+        # not stop while it builds), or keeps everything: the core alone, with the bound
+        # that needs no solver where the program gave none.
+        output = plan_core(no_selection)
         bound = (
             _live_bytes_bound(starts, ends, sizes, weights, may_use_memory1, capacity)
             if first is None
             else first.bound
         )
-        return _finish(output, _bound_after_core(bound, output, total, lightest), sizes, weights)
+        return finish(output, _bound_after_core(bound, output, total, lightest))
 
     memory_count = len(memory_sizes)
     best: _core.PlanOutput | None = None
@@ -155,51 +216,43 @@ def plan_capacity_first(
     start: npt.NDArray[np.bool_] | None = None  # The best plan's memory 1, to solve on from.
     tried: set[bytes] = set()
     # The first round runs whatever the budget left: the core always returns a plan.
-    while selection is not None and (best is None or left_ms() >= _MIN_ROUND_MS):
-        solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
+    while selection is not None and (best is None or not budget.exhausted()):
         chosen = np.flatnonzero(selection.chosen & may_use_memory1).astype(np.int64)
         if chosen.tobytes() in tried:
             # The core would plan it as before: ask for a choice with more slack.
             slack *= _SLACK
             if slack < _MIN_SLACK:
                 break
-            selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
+            selection = solve(capacity=int(capacity * slack), start=start)
             continue
         tried.add(chosen.tobytes())
-        # Half of what is left: a choice the search cannot pack in that time leaves room
-        # for one with slack.
-        output = core_plan(chosen, max(0.0, left_ms()) * _ROUND_SHARE)
+        # Half of what is left: a choice the search cannot pack with that leaves room for
+        # one with slack.
+        output = plan_core(chosen, _ROUND_SHARE)
         cost = _outside_costs(output, weights, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost
         start = np.asarray(best.mem_ids) == 1
         proved = total if selector.bound is None else selector.bound
-        if _kept(best, weights) >= proved or left_ms() < _MIN_ROUND_MS:
+        if _kept(best, weights) >= proved or budget.exhausted():
             break
         # The next choice: after one the exact search proved not to pack, cut it off (the
         # bound stays valid) and solve again; after one that packed, solve again from the
         # best plan's memory 1 (the program had not been solved to the end); after one the
-        # search could not pack in time, ask for one with slack, which packs more easily.
-        solve_s = max(0.0, left_ms()) * _SOLVE_SHARE / 1000
+        # search could not pack within its work, ask for one with slack, which packs more
+        # easily.
         if output.selection_fit == "does not fit":
             selector.forbid_together(chosen)
-            selection = selector.solve(solve_s, start=start)
+            selection = solve(start=start)
         elif output.selection_fit == "fits":
-            selection = selector.solve(solve_s, start=start)
+            selection = solve(start=start)
         else:
             slack *= _SLACK
-            selection = selector.solve(solve_s, capacity=int(capacity * slack), start=start)
+            selection = solve(capacity=int(capacity * slack), start=start)
     if best is None:  # No choice was planned (a solve found none): the core alone.
-        best = core_plan(no_selection, max(0.0, left_ms()))
+        best = plan_core(no_selection)
     proved = total if selector.bound is None else selector.bound
-    return _finish(best, _bound_after_core(proved, best, total, lightest), sizes, weights)
-
-
-def _finish(
-    output: _core.PlanOutput, bound: int, sizes: IntArray, weights: IntArray
-) -> CapacityPlan:
-    spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
-    return CapacityPlan(output, bound, spills and _kept(output, weights) >= bound)
+    return finish(best, _bound_after_core(proved, best, total, lightest))
 
 
 def _kept(output: _core.PlanOutput, weights: IntArray) -> int:

@@ -14,6 +14,7 @@ EXIR_TENSOR_DTYPE: np.dtype[np.void]
 BANK_DTYPE: np.dtype[np.void]
 REUSE_TENSOR_DTYPE: np.dtype[np.void]
 NO_STORAGE_BASE: int
+DEFAULT_BEST_WORK: int
 DEFAULT_SCHEDULE_WORK: int
 OUTSIDE_STORAGE_BASE: int
 
@@ -46,6 +47,12 @@ class PlanOutput:
     ) -> Literal["not asked", "fits", "proved impossible", "not found"] | None: ...
     @property
     def selection_fit(self) -> Literal["fits", "does not fit", "unknown"] | None: ...
+    @property
+    def work(self) -> int: ...
+    @property
+    def budget_exhausted(self) -> bool: ...
+    @property
+    def cut_short(self) -> bool: ...
 
 class ScheduleOutput:
     """What schedule() decided, by name."""
@@ -117,9 +124,9 @@ def plan(
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
     occupancy: str,
+    work_budget: int,
     budget_ms: float,
     threads: int,
-    max_nodes: int,
     keep_in_memory1: npt.NDArray[np.int64],
     weights: npt.NDArray[np.int64],
 ) -> PlanOutput: ...
@@ -146,6 +153,8 @@ def schedule(
     work_budget: int,
     budget_ms: float,
 ) -> ScheduleOutput: ...
+def set_interrupt_hook(*, phase: str | None, poll: int = 1) -> None: ...
+def interrupt_hook_fired() -> bool: ...
 def pack_shared_objects(
     *,
     tensors: npt.NDArray[np.void],

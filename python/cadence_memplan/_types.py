@@ -39,6 +39,48 @@ class PlanningError(RuntimeError):
         return type(self), (str(self), self.tensor_index)
 
 
+class Budget(NamedTuple):
+    """What ``algorithm="best"`` may spend: ``work`` units of work (None: the default,
+    ``cadence_memplan.api.DEFAULT_WORK_BUDGET``), the plan then a function of the input
+    alone, and an optional wall-clock cap of ``ms`` milliseconds (None: none), the one
+    setting under which the plan may vary from run to run (see :func:`cadence_memplan.plan`).
+    How the library's flows (``planning.py``, the command line) pass ``plan``'s
+    ``work_budget`` and ``budget_ms`` along."""
+
+    work: int | None = None
+    ms: float | None = None
+
+
+#: The default budget: ``best``'s default work, no wall-clock cap.
+DEFAULT_BUDGET = Budget()
+
+
+class SearchSpent(NamedTuple):
+    """What ``best``'s search spent, as :class:`PlanResult` says it (``work``,
+    ``budget_exhausted``, ``cut_short``); for a model, over every placer call."""
+
+    work: int = 0
+    budget_exhausted: bool = False
+    cut_short: bool = False
+
+    def __add__(self, other: object) -> SearchSpent:
+        if not isinstance(other, SearchSpent):
+            return NotImplemented
+        return SearchSpent(
+            self.work + other.work,
+            self.budget_exhausted or other.budget_exhausted,
+            self.cut_short or other.cut_short,
+        )
+
+    @classmethod
+    def of(cls, result: PlanResult) -> SearchSpent:
+        return cls(result.work, result.budget_exhausted, result.cut_short)
+
+
+#: No search: what the upstream placers spend.
+NOTHING_SPENT = SearchSpent()
+
+
 class Preplaced(NamedTuple):
     """Tensors already in a memory before the call (upstream's ``state.allocated_buffers``).
 
@@ -72,12 +114,16 @@ class PlanResult:
     has a total bufsize of at least ``lower_bound`` bytes, and every other valid plan is
     worse; with one memory it bounds the bufsize. ``kept_bound`` (``"best"`` with two or
     more memories, else None) is proved: no valid plan keeps more bytes of this call's
-    tensors in memory 1 (docs/quality.md, "Tight memory"). ``proved_optimal`` is True when the plan's total
+    tensors in memory 1 (docs/best.md, "Tight memory"). ``proved_optimal`` is True when the plan's total
     bufsize equals ``lower_bound``, so no valid plan is better, or, when bytes spill out
     of memory 1, when memory 1 keeps ``kept_bound`` bytes: no valid plan keeps more there,
     the objective's first term (always False for ``"position"`` and ``"heuristic"``). ``progress`` (``"best"`` only) lists
     ``(milliseconds, total bufsize)`` each time the search's best plan improved, the first
-    entry its first plan.
+    entry its first plan. ``work`` (``"best"`` only, else 0) is the work the search spent,
+    in the units of ``work_budget``; ``budget_exhausted`` is True when the budget ran out
+    before the search ended (more work might find a better plan); ``cut_short`` is True when
+    the wall-clock cap ``budget_ms`` ended the search, the one case where the plan may change
+    from run to run.
     """
 
     mem_ids: npt.NDArray[np.int64]
@@ -91,6 +137,9 @@ class PlanResult:
     lower_bound: int | None = None
     progress: tuple[tuple[float, int], ...] | None = None
     kept_bound: int | None = None
+    work: int = 0
+    budget_exhausted: bool = False
+    cut_short: bool = False
 
 
 @dataclass(frozen=True)

@@ -90,31 +90,40 @@ def check_memories(
 
 
 def check_budget_ms(budget_ms: object) -> float:
-    """``budget_ms`` as a float, or ValueError unless it is a number >= 0 (NaN is not)."""
+    """The optional wall-clock cap ``budget_ms`` as a float, ``math.inf`` for None (no
+    cap), or ValueError unless it is a number >= 0 (NaN is not)."""
+    if budget_ms is None:
+        return math.inf
     try:
         budget = float(budget_ms)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         budget = math.nan
     if not budget >= 0:  # NaN too
-        raise ValueError(f"budget_ms must be a number >= 0, got {budget_ms!r}")
+        raise ValueError(f"budget_ms must be a number >= 0 or None, got {budget_ms!r}")
     return budget
 
 
-def check_search_options(threads: object, max_nodes: object) -> tuple[int, int]:
-    """``threads`` (0: one per core) and ``max_nodes`` (None: no cap) of
-    ``algorithm="best"`` as the core takes them, or TypeError/ValueError unless they are
-    integers >= 0 (at most 1024 threads)."""
+def check_work_budget(work_budget: object, default: int) -> int:
+    """``work_budget`` (None: ``default``) as an int, or TypeError/ValueError unless it is
+    an integer in 0..2^63-1: the one check of the work budgets of ``best`` and the
+    scheduler."""
+    if work_budget is None:
+        return default
+    if not is_integer(work_budget):
+        raise TypeError(f"work_budget must be an integer or None, got {work_budget!r}")
+    if not 0 <= int(work_budget) <= _INT64_MAX:  # type: ignore[call-overload]
+        raise ValueError(f"work_budget must be in 0..2^63-1, got {work_budget!r}")
+    return int(work_budget)  # type: ignore[call-overload,no-any-return]
+
+
+def check_threads(threads: object) -> int:
+    """``threads`` of ``algorithm="best"`` (0: one per core) as an int, or
+    TypeError/ValueError unless it is an integer in 0..1024."""
     if not is_integer(threads):
         raise TypeError(f"threads must be an integer, got {threads!r}")
     if not 0 <= int(threads) <= 1024:  # type: ignore[call-overload]
         raise ValueError(f"threads must be in 0..1024, got {threads!r}")
-    if max_nodes is None:
-        return int(threads), _INT64_MAX  # type: ignore[call-overload]
-    if not is_integer(max_nodes):
-        raise TypeError(f"max_nodes must be an integer or None, got {max_nodes!r}")
-    if not 0 <= int(max_nodes) <= _INT64_MAX:  # type: ignore[call-overload]
-        raise ValueError(f"max_nodes must be in 0..2^63-1, got {max_nodes!r}")
-    return int(threads), int(max_nodes)  # type: ignore[call-overload]
+    return int(threads)  # type: ignore[call-overload,no-any-return]
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:

@@ -23,20 +23,20 @@ from ._types import (
     PlanResult,
     Preplaced,
     ScheduleResult,
+    SearchSpent,
 )
 from ._validation import (
     MAX_MEMORIES,
     as_int64,
     check_budget_ms,
     check_choice,
-    check_search_options,
+    check_threads,
+    check_work_budget,
     is_integer,
 )
 
-# max_nodes=None: no cap on the nodes of the exact search.
-UNLIMITED_NODES = 2**63 - 1
-
 __all__ = [
+    "DEFAULT_WORK_BUDGET",
     "allowed_mask",
     "blocked_masks",
     "plan",
@@ -45,9 +45,11 @@ __all__ = [
     "validate",
 ]
 
-# algorithm="best": a cap on the search, spent only while the plan is not proved optimal
-# (see plan()).
-DEFAULT_BUDGET_MS = 5000.0
+#: ``algorithm="best"``'s default work budget, in units of work (a node of the exact
+#: search; docs/best.md, "Budget, threads, determinism"): what the old five-second default
+#: spent (6.5 s on the hardest challenging instance here), spent only while the plan is not
+#: proved optimal.
+DEFAULT_WORK_BUDGET: int = _core.DEFAULT_BEST_WORK
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NO_PREPLACED = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
@@ -99,24 +101,27 @@ def plan_prepared(
     incoming_offsets: npt.NDArray[np.int64],
     keep_incoming_offset: bool,
     occupancy: Occupancy = "auto",
-    budget_ms: float = DEFAULT_BUDGET_MS,
     *,
+    work_budget: int = DEFAULT_WORK_BUDGET,
+    budget_ms: float = math.inf,
     threads: int = 0,
-    max_nodes: int | None = None,
     weights: npt.NDArray[np.int64] | None = None,
 ) -> PlanResult:
     """:func:`plan` on input already prepared (int64 arrays, bit masks, choices checked by
     the caller): the drop-in classes' way in. ``preplaced`` holds int64 arrays;
     ``incoming_offsets`` may be empty; ``weights`` is None (the sizes) or int64, one per
-    tensor, for ``"best"`` only. The core checks every value again and raises
-    ValueError or :class:`PlanningError` (its message states the peak-live bound)."""
+    tensor, for ``"best"`` only; ``budget_ms`` is ``math.inf`` for no cap. The core checks
+    every value again and raises ValueError or :class:`PlanningError` (its message states
+    the peak-live bound)."""
     tensor_weights = _EMPTY if weights is None else weights
     # Converted once: the capacity-first loop may call the core several times.
     placed_starts, placed_ends, placed_sizes, placed_mem_ids, placed_offsets = (
         np.asarray(column, dtype=np.int64) for column in preplaced
     )
 
-    def core_plan(keep_in_memory1: npt.NDArray[np.int64], budget: float) -> _core.PlanOutput:
+    def core_plan(
+        keep_in_memory1: npt.NDArray[np.int64], work: int, cap_ms: float
+    ) -> _core.PlanOutput:
         return _core.plan(
             algorithm=algorithm,
             starts=starts,
@@ -134,9 +139,9 @@ def plan_prepared(
             incoming_offsets=incoming_offsets,
             keep_incoming_offset=keep_incoming_offset,
             occupancy=occupancy,
-            budget_ms=budget,
+            work_budget=work,
+            budget_ms=cap_ms,
             threads=threads,
-            max_nodes=UNLIMITED_NODES if max_nodes is None else max_nodes,
             keep_in_memory1=keep_in_memory1,
             weights=tensor_weights,
         )
@@ -154,14 +159,17 @@ def plan_prepared(
             memory_alignments,
             may_use_memory1,
             preplaced,
+            work_budget,
             budget_ms,
             sizes if weights is None else weights,
         )
         core = capacity_plan.output
         kept_bound = capacity_plan.kept_bound
         proved_optimal = capacity_plan.memory1_proved_full
+        spent = capacity_plan.spent
     else:
-        core = core_plan(_EMPTY, budget_ms)
+        core = core_plan(_EMPTY, work_budget, budget_ms)
+        spent = SearchSpent(core.work, core.budget_exhausted, core.cut_short)
     return PlanResult(
         mem_ids=core.mem_ids,
         offsets=core.offsets,
@@ -174,6 +182,9 @@ def plan_prepared(
         lower_bound=core.lower_bound,
         progress=core.progress,
         kept_bound=kept_bound,
+        work=spent.work,
+        budget_exhausted=spent.budget_exhausted,
+        cut_short=spent.cut_short,
     )
 
 
@@ -203,9 +214,9 @@ def plan(
     incoming_offsets: npt.ArrayLike | None = None,
     keep_incoming_offset: bool = True,
     occupancy: Occupancy = "auto",
-    budget_ms: float = DEFAULT_BUDGET_MS,
+    work_budget: int | None = None,
+    budget_ms: float | None = None,
     threads: int = 0,
-    max_nodes: int | None = None,
     weights: npt.ArrayLike | None = None,
 ) -> PlanResult:
     """Place tensors in a hierarchy of memories, exactly as upstream's Cadence placers do,
@@ -222,18 +233,21 @@ def plan(
     fewest tensor bytes outside memory 1, then outside memories 1-2, and so on, then the
     smallest total bufsize; with one memory, the smallest bufsize. It tries both placers
     on several visit orders; when nothing lies outside memory 1 it then minimises memory
-    1's bufsize by an exact search (docs/quality.md) until it proves the plan optimal,
+    1's bufsize by an exact search (docs/best.md) until it proves the plan optimal,
     otherwise it improves the best order (squeaky wheel) and packs more tensors into
     memory 1 with the exact search. It is never worse than both upstream placers.
     ``PlanResult.proved_optimal`` and ``PlanResult.lower_bound`` say what it proved,
     ``PlanResult.strategy`` what found the plan, ``PlanResult.progress`` how the plan
-    improved over time. ``budget_ms`` caps the search (default 5 s); it is spent only
-    while the plan is not proved optimal, so plans already at their bound return in
-    milliseconds. ``max_nodes`` caps the exact search's work instead: with a large
-    ``budget_ms`` the result is then the same on every run, whatever the load of the
-    machine (a wall-clock budget can change the plan from run to run, never its
-    validity). ``threads`` (0: one per core) runs its candidates and the exact search's
-    members in threads, with the GIL released; the plan does not depend on it.
+    improved over time. ``work_budget`` (None: :data:`DEFAULT_WORK_BUDGET`, a few
+    seconds) caps the search in counted units of work, never in time, so the plan is a
+    function of the arguments alone: the same on every run, whatever the load of the
+    machine or ``threads`` (docs/best.md, "Budget, threads, determinism"). It is spent
+    only while the plan is not proved optimal, so plans already at their bound return in
+    milliseconds; ``PlanResult.work`` says how much was spent. ``budget_ms`` (None: no
+    cap) adds a wall-clock cap: when it ends the search, ``PlanResult.cut_short`` is set,
+    the one case where the plan may change from run to run (never its validity).
+    ``threads`` (0: one per core) runs its candidates and the exact search's members in
+    threads, with the GIL released; the plan does not depend on it.
     ``weights`` (``"best"`` only; default: each tensor's size): what a tensor costs outside
     a fast memory, integers >= 0, one per tensor. The objective's byte terms and
     ``kept_bound`` then sum weights instead of bytes, e.g. a tensor's traffic (bytes times
@@ -258,8 +272,9 @@ def plan(
     """
     check_choice("algorithm", algorithm, ALGORITHMS)
     check_choice("occupancy", occupancy, OCCUPANCIES)
-    budget = check_budget_ms(budget_ms)
-    thread_count, node_cap = check_search_options(threads, max_nodes)
+    work = check_work_budget(work_budget, DEFAULT_WORK_BUDGET)
+    cap = check_budget_ms(budget_ms)
+    thread_count = check_threads(threads)
     starts_array = as_int64("starts", starts)
     tensor_count = len(starts_array)
     memory_sizes_array = as_int64("memory_sizes", memory_sizes)
@@ -297,9 +312,9 @@ def plan(
         _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
         keep_incoming_offset,
         occupancy,
-        budget,
+        work_budget=work,
+        budget_ms=cap,
         threads=thread_count,
-        max_nodes=node_cap,
         weights=weight_array,
     )
 
@@ -379,13 +394,8 @@ def schedule(
         raise TypeError(
             f"buffer_live_to_end must be a boolean array, got dtype {live_to_end.dtype}"
         )
-    if work_budget is None:
-        work = _core.DEFAULT_SCHEDULE_WORK
-    elif not is_integer(work_budget) or work_budget < 0:
-        raise ValueError(f"work_budget must be an integer >= 0 or None, got {work_budget!r}")
-    else:
-        work = int(work_budget)
-    cap = math.inf if budget_ms is None else check_budget_ms(budget_ms)
+    work = check_work_budget(work_budget, _core.DEFAULT_SCHEDULE_WORK)
+    cap = check_budget_ms(budget_ms)
     core = _core.schedule(
         num_units=int(num_units),
         edge_before=as_int64("edges[:, 0]", edge_array[:, 0]),

@@ -9,9 +9,10 @@ ships; "exir": plain ``to_edge`` and exir's default config). :func:`plan_input` 
 for a hierarchy of memories with a placer and returns an :class:`InputPlan`;
 :func:`sweep_input` plans it at many sizes of one memory (a model is lowered once, and
 each size replays only its planning step, in the same backend config), each row equal to
-:func:`plan_input` at that size. :func:`upstream_placer_plans` and
-:func:`compare_with_upstream` plan the same input with upstream's placers, for what
-``best`` changed and ``--compare``.
+:func:`plan_input` at that size. A model's own path (a whole ``to_executorch``, the
+replay of its planning) is :mod:`~cadence_memplan.model_planning`'s; the same input planned
+by upstream's placers, for what ``best`` changed and ``--compare``, is
+:mod:`~cadence_memplan.comparisons`'.
 
 This module imports torch and executorch only when a model is planned; arrays need numpy.
 Failures are typed: :class:`InputError` (an input that cannot be read or found),
@@ -22,30 +23,34 @@ refused a plan).
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._types import UPSTREAM_ALGORITHMS, Objective, PlanningError
+from ._types import (
+    DEFAULT_BUDGET,
+    NOTHING_SPENT,
+    Budget,
+    Objective,
+    PlanningError,
+    SearchSpent,
+)
 from ._validation import closest
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
 from .io.memories import Memory
 from .io.minimalloc import read_minimalloc_csv
 from .models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
-from .stats import TensorTable, format_bytes, peak_live_bytes
+from .stats import TensorTable, format_bytes, peak_live_bytes, plural
 from .synthetic import synthetic_graph
 
 __all__ = [
-    "Comparison",
     "DoesNotFit",
     "Input",
     "InputError",
@@ -53,14 +58,13 @@ __all__ = [
     "InvalidPlan",
     "LoadedInput",
     "LoweringError",
-    "UpstreamPlan",
     "check_plan",
-    "compare_with_upstream",
     "load_input",
+    "plan_arrays",
     "plan_input",
+    "quiet",
     "resolve_input",
     "sweep_input",
-    "upstream_placer_plans",
 ]
 
 Progress = Callable[[str], None]
@@ -162,8 +166,8 @@ class LoadedInput:
         return self.starts, self.ends, self.sizes
 
 
-def _quiet(_: str) -> None:
-    pass
+def quiet(_: str) -> None:
+    """A progress that says nothing."""
 
 
 def load_input(
@@ -176,7 +180,7 @@ def load_input(
 
     if lowering not in LOWERINGS:
         raise ValueError(f"lowering must be one of {LOWERINGS}, got {lowering!r}")
-    progress = progress or _quiet
+    progress = progress or quiet
     what = source if isinstance(source, Input) else resolve_input(source)
     if what.kind == "csv":
         progress(f"reading {what.path}")
@@ -251,9 +255,14 @@ class InputPlan:
     # which terms those are; with kept_bound (a model's only with one placer call).
     kept: int | None = None
     objective: Objective = "bytes"
+    # objective="traffic" on a model: each row's weight in table (a tensor's size times 1 +
+    # its readers), for what another plan of the same rows keeps in those terms.
+    weights: np.ndarray[Any, Any] | None = None
     # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
     # Reorder: peak-live and arena before and after, the bound, what moved).
     reorder: Any = None
+    # What best spent (PlanResult's work, budget_exhausted, cut_short; in all, for a model).
+    spent: SearchSpent = NOTHING_SPENT
 
     @property
     def placer_seconds(self) -> float:
@@ -278,7 +287,7 @@ def plan_input(
     lowering: str,
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     objective: Objective = "bytes",
     reorder: bool = False,
     progress: Progress | None = None,
@@ -286,17 +295,17 @@ def plan_input(
     """Plan an input (a name, a path, or one :func:`load_input` returned) for
     ``memories`` with ``algorithm``. A model goes through a whole ``to_executorch`` with
     our ``CadenceMemoryPlanning`` in the backend config of ``lowering``;
-    ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget_ms`` caps ``best``'s
-    search; ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
+    ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget`` is ``best``'s
+    (its work, and an optional wall-clock cap); ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
     ``reorder`` (models only) lets the pass plan better node orders too. Raises :class:`DoesNotFit` when a tensor fits nowhere."""
-    progress = progress or _quiet
+    progress = progress or quiet
     loaded = _loaded(source, lowering, progress)
     memories = tuple(memories)
     if reorder and not loaded.input.is_model:
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if not loaded.input.is_model:
-        progress(f"planning {len(loaded.labels):,} tensors")
-        table, seconds, result = _plan_arrays(loaded, memories, algorithm, budget_ms)
+        progress(f"planning {plural(len(loaded.labels), 'tensor')}")
+        table, seconds, result = plan_arrays(loaded, memories, algorithm, budget)
         best = algorithm == "best"
         return InputPlan(
             loaded.input, memories, algorithm, None, table, {OURS: seconds},
@@ -305,33 +314,25 @@ def plan_input(
             lower_bound=result.lower_bound if best else None,
             kept_bound=result.kept_bound if best else None,
             kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
+            spent=SearchSpent.of(result),
         )  # fmt: skip
-    from .cadence.lowering import lower_and_plan
-    from .cadence.memory_planning import CadenceMemoryPlanning
+    from .model_planning import plan_model  # torch and executorch, for models only
 
-    progress("planning memory in to_executorch with our CadenceMemoryPlanning")
-    with _model_failures():
-        ours = lower_and_plan(
-            loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
-            alloc_outputs, "C++ core", budget_ms, lowering=loaded.lowering, objective=objective,
-            reorder=reorder,
-        )  # fmt: skip
-    kept, kept_bound = ours.kept if ours.kept is not None else (None, None)
-    return InputPlan(
-        loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
-        ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
-        objective=objective, reorder=ours.reorder,
+    return plan_model(
+        loaded, memories, algorithm, alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
+        budget=budget, objective=objective, reorder=reorder, progress=progress,
     )  # fmt: skip
 
 
-def _plan_arrays(
+def plan_arrays(
     loaded: LoadedInput,
     memories: Sequence[Memory],
     algorithm: str,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     placer: Callable[..., Any] = plan,
 ) -> tuple[TensorTable, float, Any]:
-    """(the plan, the placer's seconds, the placer's PlanResult)."""
+    """(the plan, the placer's seconds, the placer's PlanResult); ``budget`` is ``best``'s,
+    and only ``best``'s: upstream's placers (and the reference's) take none."""
     starts, ends, sizes = loaded.arrays()
     began = time.perf_counter()
     try:
@@ -342,7 +343,7 @@ def _plan_arrays(
             [memory.size for memory in memories],
             [memory.alignment for memory in memories],
             algorithm=algorithm,
-            **({} if budget_ms is None else {"budget_ms": budget_ms}),
+            **({"work_budget": budget.work, "budget_ms": budget.ms} if algorithm == "best" else {}),
         )
     except PlanningError as error:
         raise _arrays_failure(loaded, error) from error
@@ -371,155 +372,6 @@ def _arrays_failure(loaded: LoadedInput, error: PlanningError) -> DoesNotFit:
     return DoesNotFit(name, size, reason, peak_live_bytes(starts, ends, sizes))
 
 
-@contextlib.contextmanager
-def _model_failures() -> Iterator[None]:
-    """Our placers' failure in a model (and upstream's MemoryError for a pinned spec)
-    raised as :class:`DoesNotFit`, naming the tensor by dtype and shape."""
-    from .cadence.sweep import PLANNING_FAILURES
-
-    try:
-        yield
-    except PLANNING_FAILURES as error:
-        raise _model_failure(error) from error
-
-
-def _model_failure(error: BaseException) -> DoesNotFit:
-    cause = error.__cause__
-    lines = [
-        line.strip()
-        for line in str(cause if isinstance(cause, PlanningError) else error).splitlines()
-        if line.strip()
-    ]
-    spec = getattr(error, "spec", None)
-    if spec is None:
-        return DoesNotFit("a tensor", 0, "; ".join(lines).replace(":; ", ": "), None)
-    shape = "x".join(str(size) for size in spec.shape)
-    name = f"a {spec.dtype} tensor [{shape}]"
-    # A spec exists only once executorch is loaded: the boundary imports it then.
-    from ._boundary.tensorspecs import allocated_sizes
-
-    size = int(allocated_sizes([spec])[0])
-    # Within one plan() call the core counts tensors by index: name this one instead.
-    headline = f"cannot place {name} ({size:,} bytes) in any memory:"
-    reason = "; ".join([headline, *lines[1:]]).replace(":; ", ": ")
-    return DoesNotFit(name, size, reason, None)
-
-
-@dataclass(frozen=True)
-class UpstreamPlan:
-    """An input planned by one of upstream's placers (as the core reproduces it):
-    ``table`` is None when it does not fit; ``seconds`` the placer's time, when timed."""
-
-    algorithm: str
-    table: TensorTable | None
-    seconds: float | None = None
-
-
-def upstream_placer_plans(
-    loaded: LoadedInput,
-    memories: Sequence[Memory],
-    *,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    timed: bool = False,
-    progress: Progress | None = None,
-) -> list[UpstreamPlan]:
-    """The input planned with each of upstream's placers (``position``, ``heuristic``),
-    to show what ``best`` changed. A model's are replayed on one lowering, or with
-    ``timed``, each a whole ``to_executorch`` (so its placer is timed); empty for a model
-    whose graph cannot be replayed (control flow)."""
-    progress = progress or _quiet
-    plans = []
-    if not loaded.input.is_model:
-        for algorithm in UPSTREAM_ALGORITHMS:
-            try:
-                table, seconds, _ = _plan_arrays(loaded, memories, algorithm)
-            except DoesNotFit:
-                plans.append(UpstreamPlan(algorithm, None))
-            else:
-                plans.append(UpstreamPlan(algorithm, table, seconds))
-        return plans
-    if timed:
-        for algorithm in UPSTREAM_ALGORITHMS:
-            progress(f"planning again with upstream's {algorithm} placer")
-            try:
-                rival = plan_input(
-                    loaded, memories, algorithm, lowering=loaded.lowering,
-                    alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-                )  # fmt: skip
-            except DoesNotFit:
-                plans.append(UpstreamPlan(algorithm, None))
-            else:
-                plans.append(UpstreamPlan(algorithm, rival.table, rival.placer_seconds))
-        return plans
-    from .cadence.sweep import PLANNING_FAILURES, Replanner
-
-    progress("planning again with upstream's two placers, to show what best changed")
-    try:
-        replanner = Replanner(
-            loaded.edge_copy(), memories, "position", alloc_inputs, alloc_outputs,
-            lowering=loaded.lowering,
-        )  # fmt: skip
-    except ValueError as error:  # a graph with control flow: planned more than once
-        progress(f"not compared with upstream's placers: {error}")
-        return []
-    for algorithm in UPSTREAM_ALGORITHMS:
-        try:
-            plans.append(UpstreamPlan(algorithm, replanner.plan(memories, algorithm)))
-        except PLANNING_FAILURES:
-            plans.append(UpstreamPlan(algorithm, None))
-    return plans
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The same input planned by upstream's Python code: for a model, upstream's
-    ``CadenceMemoryPlanning`` (``same_program``: are the serialized programs identical);
-    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None)."""
-
-    who: str
-    table: TensorTable
-    seconds: float
-    same_program: bool | None
-
-
-def compare_with_upstream(
-    ours: InputPlan,
-    loaded: LoadedInput,
-    *,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    progress: Progress | None = None,
-) -> Comparison:
-    """Plan ``loaded`` again as ``ours`` was planned, with upstream's Python placer."""
-    progress = progress or _quiet
-    if not loaded.input.is_model:
-        from . import reference
-
-        progress("planning again with cadence_memplan.reference (--compare)")
-        table, seconds, _ = _plan_arrays(
-            loaded, ours.memories, ours.algorithm, placer=reference.plan
-        )
-        return Comparison("cadence_memplan.reference", table, seconds, None)
-    from executorch.backends.cadence.aot.memory_planning import (
-        CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
-    )
-
-    from .cadence.lowering import lower_and_plan
-
-    progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
-    theirs = lower_and_plan(
-        loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, ours.algorithm,
-        alloc_inputs, alloc_outputs, "upstream Python", lowering=loaded.lowering,
-    )  # fmt: skip
-    return Comparison(
-        "upstream's CadenceMemoryPlanning",
-        theirs.table,
-        theirs.timings["placer (upstream Python)"],
-        theirs.program.buffer == ours.program.buffer,
-    )
-
-
 def check_plan(table: TensorTable, memories: Sequence[Memory]) -> str | None:
     """The validator's verdict on a plan, ``None`` when valid. Tensors that lie inside
     another's storage on purpose are left out; no other pair may collide."""
@@ -545,7 +397,7 @@ def sweep_input(
     lowering: str,
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     progress: Progress | None = None,
     step_done: Callable[[int, int], None] | None = None,
 ) -> list[SweepRow]:
@@ -553,21 +405,20 @@ def sweep_input(
     ``varied`` (an index): each row is :func:`plan_input` at that size (same lowering,
     same backend config), but a model is lowered once and each size replays only its
     planning step. Each plan is checked by the validator (:class:`InvalidPlan`)."""
-    progress = progress or _quiet
+    progress = progress or quiet
     loaded = _loaded(source, lowering, progress)
     if loaded.input.is_model:
-        plan_at = _model_planner(
-            loaded, memories, varied, sizes, algorithm, alloc_inputs, alloc_outputs, budget_ms,
+        from .model_planning import sweep_planner  # torch and executorch, for models only
+
+        plan_at = sweep_planner(
+            loaded, memories, varied, sizes, algorithm, alloc_inputs, alloc_outputs, budget,
             progress,
         )  # fmt: skip
     else:
         starts, ends, tensor_sizes = loaded.arrays()
         what = "buffer" if loaded.input.kind == "csv" else "tensor"
         names = [f"{what} {name!r}" for name in loaded.labels]
-        plan_at = arrays_planner(
-            starts, ends, tensor_sizes, algorithm, names,
-            **({} if budget_ms is None else {"budget_ms": budget_ms}),
-        )  # fmt: skip
+        plan_at = arrays_planner(starts, ends, tensor_sizes, algorithm, names, budget)
 
     def checked(config: Sequence[Memory]) -> Planned | str:
         outcome = plan_at(config)
@@ -580,40 +431,3 @@ def sweep_input(
         return outcome
 
     return sweep(checked, memories, varied, sizes, step_done)
-
-
-def _model_planner(
-    loaded: LoadedInput,
-    memories: Sequence[Memory],
-    varied: int,
-    sizes: Sequence[int],
-    algorithm: str,
-    alloc_inputs: bool,
-    alloc_outputs: bool,
-    budget_ms: float | None,
-    progress: Progress,
-) -> Callable[[Sequence[Memory]], Planned | str]:
-    """Lower the model once; ``plan_at`` re-runs only its memory planning."""
-    from .cadence.sweep import PLANNING_FAILURES, Replanner
-
-    progress("lowering once with to_executorch (the largest size)")
-    largest = list(memories)
-    largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
-    try:
-        replanner = Replanner(
-            loaded.edge_copy(), largest, algorithm, alloc_inputs, alloc_outputs,
-            budget_ms if algorithm == "best" else None, lowering=loaded.lowering,
-        )  # fmt: skip
-    except ValueError as error:  # a graph with control flow: planned more than once
-        raise LoweringError(f"cannot sweep {loaded.input.label}: {error}") from error
-
-    def plan_at(config: Sequence[Memory]) -> Planned | str:
-        try:
-            return Planned(replanner.plan(config))
-        except PLANNING_FAILURES as error:
-            failure = _model_failure(error)
-            if failure.tensor_size:
-                return f"{failure.tensor} ({format_bytes(failure.tensor_size)}) fits nowhere"
-            return failure.reason.split("; ")[0]
-
-    return plan_at

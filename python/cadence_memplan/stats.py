@@ -26,6 +26,7 @@ __all__ = [
     "peak_live_node_per_memory",
     "peak_usage_over_time",
     "peak_usage_per_memory",
+    "plural",
     "summed_sizes_per_memory",
 ]
 
@@ -40,6 +41,11 @@ def format_bytes(count: int) -> str:
     return f"{count} B"
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 tensor``, ``2 tensors``, ``1,000 sizes``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -50,7 +56,7 @@ class TensorTable:
     ``labels`` name the rows in messages and plan files (node names, CSV ids, or the
     TensorSpecs themselves). ``shares_storage`` marks rows that lie inside another row's
     storage on purpose (Cadence's, :func:`cadence_memplan.cadence.storage_sharing.storage_sharing_spec_ids`): plotted and written, left out
-    of the validator and the peak-live lower bound. A lifetime that is not known is stored
+    of the validator and the peak live. A lifetime that is not known is stored
     as the empty ``[0, -1]``, which is never alive.
     """
 
@@ -143,8 +149,10 @@ def peak_live_bytes_per_memory(
 ) -> IntArray:
     """Index m = 1..memory_count: the most bytes alive at one node among memory m's tensors.
 
-    No placement of those tensors in that memory can use fewer bytes: a lower bound to hold
-    the memory's peak usage against.
+    No placement of those same tensors in that memory can use fewer bytes: a lower bound to
+    hold the memory's peak usage against. It bounds this plan's tensors, not the memory:
+    another plan that puts fewer or other tensors there may use less. Only with every
+    tensor in one memory does it bound every plan (:func:`peak_live_bytes`).
     """
     ids, _, live = live_bytes_changes(mem_ids, sizes, starts, ends)
     peaks = np.zeros(memory_count + 1, dtype=np.int64)
@@ -192,28 +200,36 @@ def peak_usage_over_time(
     return int(usage[peak_node]), peak_node
 
 
-def summed_sizes_per_memory(table: TensorTable, memory_count: int) -> IntArray:
+def summed_sizes_per_memory(
+    table: TensorTable, memory_count: int, weights: IntArray | None = None
+) -> IntArray:
     """Index m = 1..memory_count: the sizes of memory m's tensors added up over the whole
-    graph, each tensor once whenever it is alive (not bytes alive at one moment: that is
-    the peak usage and the peak-live bound). What ``best`` minimises outside memory 1.
-    Rows inside another's storage add nothing (their bytes are their host's)."""
+    run, each tensor once (not bytes alive at one moment: that is the peak usage and the
+    peak live). What ``best`` keeps in memory 1 and minimises outside it. ``weights`` (one
+    per row) are summed instead of the sizes: the traffic objective's, a tensor's size
+    times (1 + its readers). Rows inside another's storage add nothing (their bytes are
+    their host's)."""
     own = ~table.shares_storage
+    values = table.sizes if weights is None else np.asarray(weights, dtype=np.int64)
     sums = np.zeros(memory_count + 1, dtype=np.int64)
-    np.add.at(sums, table.mem_ids[own], table.sizes[own])
+    np.add.at(sums, table.mem_ids[own], values[own])
     return sums
 
 
 @dataclass(frozen=True)
 class MemoryStats:
     peak_usage: int  # end of the highest byte in use (upstream's "peak memory usage")
-    peak_live_bytes: int  # most bytes alive at once in this memory: a lower bound on any plan
+    # Most bytes of this plan's tensors in this memory alive at once: no placement of them
+    # there uses less; it bounds every plan only when every tensor is in this memory.
+    peak_live_bytes: int
     tensor_count: int
 
 
 def memory_stats(table: TensorTable, memory_count: int) -> list[MemoryStats]:
-    """Per memory id 1..memory_count: peak usage, peak-live lower bound, tensors placed.
+    """Per memory id 1..memory_count: peak usage, peak live of its tensors (the bound on
+    placing those tensors there), tensors placed.
 
-    Rows that share storage on purpose leave the lower bound alone.
+    Rows that share storage on purpose leave the peak live alone.
     """
     usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, memory_count)
     own = ~table.shares_storage
@@ -229,7 +245,7 @@ def memory_stats(table: TensorTable, memory_count: int) -> list[MemoryStats]:
 def overall_peak(table: TensorTable, node_count: int | None = None) -> tuple[int, int]:
     """(most bytes alive at one node across all memories, first node where that happens).
 
-    Alive as everywhere else in this module (the per-memory peak-live bounds, the trace's
+    Alive as everywhere else in this module (the per-memory peak live, the trace's
     counter): a row that lies inside another's storage (``shares_storage``) adds no bytes,
     since its bytes are its host's. Upstream's ``find_peak_memory_usage`` counts every
     row, so storage shared by Cadence's in-place ops counts twice there

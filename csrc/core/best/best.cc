@@ -123,6 +123,12 @@ BestResult PlanBest(const PlanRequest& request, const BestOptions& options) {
     }
     selected[t] = 1;
   }
+  if (options.work_budget < 0) {
+    throw InvalidInput(StrCat("work_budget must be >= 0, got ", options.work_budget));
+  }
+  if (!(options.budget_ms >= 0)) {  // NaN too.
+    throw InvalidInput(StrCat("budget_ms must be a number >= 0, got ", options.budget_ms));
+  }
   if (!options.weights.empty() && options.weights.size() != request.tensors.size()) {
     throw InvalidInput(StrCat("weights has ", options.weights.size(), " entries for ",
                               request.tensors.size(), " tensors"));

@@ -45,13 +45,16 @@
 //
 // Budget. The search stops when the plan is proved optimal (the portfolio's
 // plan at its bound returns at once), when the steps above end, or when
-// options.budget_ms or options.max_nodes runs out, whichever comes first.
-// Given enough of both, the result depends only on the request; a node budget
-// (max_nodes, with an unreachable budget_ms) keeps it so whatever the load of
-// the machine and the number of threads. A wall-clock budget can change, from
-// run to run: how far the squeaky wheel and the growth of memory 1 got, which
-// capacities the exact search answered in time, hence the plan, its
-// strategy, and lower_bound (never its validity, nor the guarantees above).
+// options.work_budget runs out. Work is counted, never timed: a node of the
+// exact search is one unit, a placer's plan of n tensors (with its
+// validation) PlacementWork(n) units, and every step decides from the work
+// left alone, which members of the portfolio run included. So the result is
+// a function of the request and the options: the same whatever the load of
+// the machine and the number of threads. options.budget_ms adds a wall-clock
+// cap, off by default; when it ends the search (BestResult::cut_short), how
+// far the steps got, hence the plan, its strategy and lower_bound, depend on
+// the machine's speed and load (never its validity, nor the guarantees
+// above). Ctrl-C: PlanRequest::interrupt, polled in every step.
 #pragma once
 
 #include <cstdint>
@@ -65,13 +68,22 @@
 
 namespace cadence_memplan {
 
+// The default work budget: what the old five-second wall-clock default spent
+// on the challenging instances where it ran out, about 6.5 s on D on the
+// machine it was calibrated on (docs/best.md, "Budget, threads,
+// determinism"); spent only while the plan is not proved optimal.
+inline constexpr int64_t kDefaultBestWork = 450'000;
+
+// What a placer's plan of `tensors` tensors costs against the work budget,
+// its validation included: about what as many nodes of the exact search cost.
+inline int64_t PlacementWork(size_t tensors) { return 1 + static_cast<int64_t>(tensors / 8); }
+
 struct BestOptions {
-  // Wall-clock cap on the search, in milliseconds. It is spent only while the
-  // plan is not proved optimal: plans that the portfolio already packs at the
-  // lower bound return in milliseconds.
-  double budget_ms = 5000;
-  // Cap on the exact search's nodes (its deterministic measure of work).
-  int64_t max_nodes = std::numeric_limits<int64_t>::max();
+  // Units of work the search may spend (see "Budget" above); >= 0.
+  int64_t work_budget = kDefaultBestWork;
+  // Optional wall-clock cap, in milliseconds; infinity (the default) for
+  // none. With a cap, the result may depend on the machine's speed and load.
+  double budget_ms = std::numeric_limits<double>::infinity();
   // Rounds of squeaky-wheel improvement after the portfolio.
   int64_t improvement_rounds = 300;
   // Threads for the portfolio's candidates and the exact search's members;
@@ -107,7 +119,12 @@ struct BestResult {
   std::string order;       // That placer's visit order, in words.
   int64_t candidates = 0;  // Plans of the placers tried.
   int64_t search_nodes = 0;  // Of the exact search.
+  int64_t work = 0;          // Units of work spent, search nodes included.
+  // The work budget, or the wall-clock cap, ran out before the steps ended.
   bool budget_exhausted = false;
+  // The wall-clock cap (options.budget_ms) ended the search: the one case in
+  // which the result may differ from run to run.
+  bool cut_short = false;
   // Set when the plan leaves no byte outside memory 1 (always with one
   // memory): every valid plan that does the same has a total bufsize of at
   // least this, and every other valid plan is worse under PlanCost. With one
@@ -131,7 +148,8 @@ std::vector<Size> PlanCost(const PlanRequest& request, const PlanResult& plan,
 
 // Throws InvalidInput like Plan() (and when no candidate passes Validate, or
 // keep_in_memory1 names a tensor twice, out of range or not allowed in memory
-// 1, or weights has another length than the tensors or a negative entry), PlanningFailure when
+// 1, or weights has another length than the tensors or a negative entry, or
+// work_budget is negative or budget_ms is not a number >= 0), PlanningFailure when
 // neither a candidate nor fit first plans (the first candidate's failure, upstream's position
 // placer's, with Plan()'s peak-live note, then whether fit first proved that no plan exists or
 // found none within the budget), and Interrupted.

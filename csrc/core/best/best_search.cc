@@ -3,6 +3,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/common/polled_sort.h"
 #include "core/common/validator.h"
 #include "core/placement/occupancy.h"
 
@@ -38,11 +39,15 @@ PlanResult AssemblePlan(const PlanRequest& request, std::vector<Placement> place
     bufsize = std::max(bufsize, end(p.tensor, p.placement));
     plan.memory_order[p.placement.mem_id].push_back(static_cast<Slot>(j));
   }
+  request.interrupt.Begin(Phase::kResult);
   std::vector<TensorIndex> by_offset(request.tensors.size());
   for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = static_cast<TensorIndex>(i);
-  std::stable_sort(by_offset.begin(), by_offset.end(), [&](TensorIndex a, TensorIndex b) {
-    return plan.placements[a].offset < plan.placements[b].offset;
-  });
+  StableSortPolled(
+      by_offset.begin(), by_offset.end(),
+      [&](TensorIndex a, TensorIndex b) {
+        return plan.placements[a].offset < plan.placements[b].offset;
+      },
+      request.interrupt);
   const auto placed_count = static_cast<Slot>(request.placed.size());
   for (TensorIndex i : by_offset) {
     const Placement& p = plan.placements[i];
@@ -59,7 +64,7 @@ BestSearch::BestSearch(const PlanRequest& request, const BestOptions& options)
       options_(options),
       began_(std::chrono::steady_clock::now()),
       deadline_(DeadlineAfter(began_, options.budget_ms)),
-      nodes_left_(options.max_nodes) {
+      work_left_(options.work_budget) {
   // The already-placed tensors are the caller's: when they break Validate
   // among themselves (overlapping, unaligned), no plan can pass it with
   // them, so each candidate's own tensors are then checked alone.
@@ -67,7 +72,8 @@ BestSearch::BestSearch(const PlanRequest& request, const BestOptions& options)
     placed_tensors_.push_back(p.tensor);
     placed_placements_.push_back(p.placement);
   }
-  check_with_placed_ = Validate(placed_tensors_, placed_placements_, request.memories).empty();
+  check_with_placed_ =
+      Validate(placed_tensors_, placed_placements_, request.memories, request.interrupt).empty();
   const size_t cores = options.threads > 0
                            ? static_cast<size_t>(options.threads)
                            : std::max<size_t>(1, std::thread::hardware_concurrency());
@@ -82,6 +88,13 @@ std::chrono::steady_clock::time_point BestSearch::DeadlineAfter(
   return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
 }
 
+bool BestSearch::DeadlinePassed() {
+  if (deadline_ == std::chrono::steady_clock::time_point::max()) return false;
+  if (std::chrono::steady_clock::now() <= deadline_) return false;
+  result_.cut_short = true;
+  return true;
+}
+
 std::string BestSearch::Problem(const PlanResult& plan) const {
   std::vector<Tensor> tensors = request_.tensors;
   std::vector<Placement> placements = plan.placements;
@@ -89,7 +102,7 @@ std::string BestSearch::Problem(const PlanResult& plan) const {
     tensors.insert(tensors.end(), placed_tensors_.begin(), placed_tensors_.end());
     placements.insert(placements.end(), placed_placements_.begin(), placed_placements_.end());
   }
-  return Validate(tensors, placements, request_.memories);
+  return Validate(tensors, placements, request_.memories, request_.interrupt);
 }
 
 bool BestSearch::Consider(PlanResult plan, const std::string& strategy, bool validated) {
@@ -168,7 +181,7 @@ bool BestSearch::PlaceAroundMemory1(const std::vector<TensorIndex>& kept,
   rest.placed = request_.placed;
   rest.keep_incoming_offset = request_.keep_incoming_offset;
   rest.occupancy = request_.occupancy;
-  rest.interrupted = request_.interrupted;
+  rest.interrupt = request_.interrupt;
   std::vector<TensorIndex> rest_index;
   for (size_t i = 0; i < n; ++i) {
     if (in_memory1[i]) {
@@ -194,10 +207,10 @@ bool BestSearch::PlaceAroundMemory1(const std::vector<TensorIndex>& kept,
   if (occupancy == Occupancy::kAuto) {
     std::vector<Lifetime> lifetimes;
     for (const Tensor& t : request_.tensors) lifetimes.push_back(t.lifetime);
-    occupancy = ChooseOccupancy(lifetimes);
+    occupancy = ChooseOccupancy(lifetimes, request_.interrupt);
   }
   if (rest.tensors.empty()) return Consider(combine({}, occupancy), strategy);
-  const std::vector<NamedOrder> orders = PortfolioOrders(rest.tensors);
+  const std::vector<NamedOrder> orders = PortfolioOrders(rest.tensors, request_.interrupt);
   const std::vector<Member> members = Members(orders);
   std::vector<std::optional<Outcome>> outcomes = RunMembers(rest, members);
   bool kept_one = false;
@@ -213,6 +226,8 @@ bool BestSearch::PlaceAroundMemory1(const std::vector<TensorIndex>& kept,
 }
 
 BestResult BestSearch::Finish() {
+  // A search the cap stopped, in a step that does not check it itself.
+  if (!result_.proved_optimal) DeadlinePassed();
   if (!NothingOutsideMemory1()) {
     result_.lower_bound.reset();
     result_.proved_optimal = false;

@@ -1,7 +1,7 @@
 // BestSearch: one PlanBest call (best.h), its state and its steps.
 //
 // The state is what every step reads and improves: the request, the budget
-// (a wall-clock deadline and the exact search's nodes left), the best plan so
+// (the work left, and the wall-clock cap when one is set), the best plan so
 // far with its cost under PlanCost, and the BestResult being built. The steps
 // change the best plan only through Consider, which keeps a candidate only
 // when it passes Validate and is strictly better; so whatever a step does, the
@@ -18,12 +18,13 @@
 // Run (best.cc) calls them in the order best.h describes. A new step is a
 // member declared below, defined in a file of its own (listed in
 // CMakeLists.txt), and one call in Run; it spends the budget through
-// OverBudget, Limits and Charge, and offers plans through Consider or
-// ConsiderPlacer.
+// OverBudget, Limits and Charge, polls request_.interrupt in its phase, and
+// offers plans through Consider or ConsiderPlacer.
 //
-// Deterministic given a node budget: the steps run one after the other on the
-// calling thread; only the portfolio's members and the exact search's
-// decisions use threads, and their answers do not depend on them.
+// Deterministic unless budget_ms is set: the steps run one after the other
+// on the calling thread and decide from the work left; only the portfolio's
+// members and the exact search's decisions use threads, and neither which
+// run nor their answers depend on them.
 #pragma once
 
 #include <algorithm>
@@ -68,20 +69,27 @@ class BestSearch {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began_)
         .count();
   }
-  bool OverBudget() const { return std::chrono::steady_clock::now() > deadline_; }
-  // The exact search's limits: the nodes left, the deadline, the threads.
+  // The wall-clock cap has passed (never without one); notes it in the result.
+  bool DeadlinePassed();
+  // The work is spent, or the cap has passed.
+  bool OverBudget() { return work_left_ <= 0 || DeadlinePassed(); }
+  // The exact search's limits: the work left, the cap, the interrupt, the threads.
   SearchLimits Limits() const {
     SearchLimits limits;
-    limits.max_nodes = std::max<int64_t>(0, nodes_left_);
+    limits.max_nodes = std::max<int64_t>(0, work_left_);
     limits.deadline = deadline_;
-    limits.interrupted = request_.interrupted;
+    limits.interrupt = request_.interrupt;
     limits.threads = threads_;
     return limits;
   }
-  // Counts nodes the exact search spent against the budget.
+  // Counts the nodes the exact search spent against the budget.
   void Charge(int64_t nodes) {
     result_.search_nodes += nodes;
-    nodes_left_ -= nodes;
+    ChargeWork(nodes);
+  }
+  void ChargeWork(int64_t units) {
+    result_.work += units;
+    work_left_ -= units;
   }
 
   // The best plan.
@@ -115,10 +123,11 @@ class BestSearch {
   };
   // Both placers on every order, in the order given.
   static std::vector<Member> Members(const std::vector<NamedOrder>& orders);
-  // Plans `request` with every member, in threads on large requests; a
-  // member not run (the budget ran out, after the first two) stays empty.
+  // Plans `request` with the members the work left pays for (the first two,
+  // upstream's placers on upstream's order, always), in threads on large
+  // requests, and charges them; a member not run stays empty.
   std::vector<std::optional<Outcome>> RunMembers(const PlanRequest& request,
-                                                 const std::vector<Member>& members) const;
+                                                 const std::vector<Member>& members);
 
   // The steps, each in the file named above.
   void Portfolio();
@@ -141,7 +150,8 @@ class BestSearch {
   // of the portfolio; returns whether one of them was kept.
   bool PlaceAroundMemory1(const std::vector<TensorIndex>& kept, const std::vector<Offset>& offsets,
                           const std::string& strategy);
-  // Limits for a step that may spend `share` of the wall-clock and nodes left.
+  // Limits for a step that may spend `share` of the work left (and of the
+  // time left to the cap).
   SearchLimits LimitsForShare(double share) const;
 
   // The largest aligned end of memory m's already-placed tensors.
@@ -150,8 +160,8 @@ class BestSearch {
   const PlanRequest& request_;
   const BestOptions& options_;
   const std::chrono::steady_clock::time_point began_;
-  const std::chrono::steady_clock::time_point deadline_;
-  int64_t nodes_left_;
+  const std::chrono::steady_clock::time_point deadline_;  // max(): no cap.
+  int64_t work_left_;
   int threads_ = 1;
   std::vector<Tensor> placed_tensors_;
   std::vector<Placement> placed_placements_;

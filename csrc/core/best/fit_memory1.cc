@@ -82,7 +82,7 @@ void BestSearch::FitFirst() {
     case Fit::kDoesNotFit: result_.all_in_memory1 = AllInMemory1::kProvedImpossible; break;
     case Fit::kUnknown:
       result_.all_in_memory1 = AllInMemory1::kNotFound;
-      result_.budget_exhausted = OverBudget() || nodes_left_ <= 0;
+      result_.budget_exhausted = OverBudget();
       break;
   }
 }
@@ -90,7 +90,7 @@ void BestSearch::FitFirst() {
 void BestSearch::PackSelection() {
   const std::vector<TensorIndex>& selection = options_.keep_in_memory1;
   if (selection.empty() || (!best_cost_.empty() && NothingOutsideMemory1())) return;
-  if (OverBudget() || nodes_left_ <= 0) return;
+  if (OverBudget()) return;
   const SearchLimits limits = best_cost_.empty() ? Limits() : LimitsForShare(kSelectionShare);
   result_.selection_fit = PackIntoMemory1(
       selection, limits,
@@ -114,8 +114,10 @@ PlanningFailure BestSearch::NoPlan() const {
                             : "the tensors allowed in memory 1 provably do not all fit there";
       break;
     case AllInMemory1::kNotFound:
-      why = StrCat("no plan found within the budget (", options_.budget_ms,
-                   " ms): the exact search neither packed the tensors allowed in memory 1 nor "
+      why = StrCat("no plan found within the budget (", options_.work_budget, " units of work",
+                   result_.cut_short ? StrCat(", cut short by the ", options_.budget_ms, " ms cap")
+                                     : std::string(),
+                   "): the exact search neither packed the tensors allowed in memory 1 nor "
                    "proved that they do not fit; a larger budget may find a plan");
       break;
     case AllInMemory1::kNotAsked:

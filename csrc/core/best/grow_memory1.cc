@@ -77,7 +77,8 @@ void BestSearch::GrowMemory1() {
       outside.push_back(t);
     }
   }
-  if (outside.empty() || OverBudget() || nodes_left_ <= 0) return;
+  if (outside.empty() || OverBudget()) return;
+  request_.interrupt.Begin(Phase::kImprove);
   std::stable_sort(outside.begin(), outside.end(), [&](TensorIndex a, TensorIndex b) {
     return request_.tensors[a].size > request_.tensors[b].size;
   });
@@ -117,9 +118,8 @@ void BestSearch::GrowMemory1() {
     list_present();
     int failures = 0;  // Searches in a row that did not fit one more.
     for (TensorIndex t : outside) {
-      if (OverBudget() || std::min(nodes_left_, growth_nodes) <= 0 || failures == kGrowthFailures) {
-        break;
-      }
+      if (OverBudget() || growth_nodes <= 0 || failures == kGrowthFailures) break;
+      request_.interrupt.Poll();
       const Offset hole = FirstFit(request_.tensors[t], memory, present);
       if (hole != kNoOffset) {
         offsets[t] = hole;

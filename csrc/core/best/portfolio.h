@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 
 namespace cadence_memplan {
@@ -23,8 +24,10 @@ struct NamedOrder {
 
 // The orders, in this fixed order: by size (upstream's, first), lifetime
 // length, area (size x length), the bytes of the tensors alive with each one,
-// their number, and start time (earliest first).
-std::vector<NamedOrder> PortfolioOrders(const std::vector<Tensor>& tensors);
+// their number, and start time (earliest first). Polls `interrupt` in phase
+// kOrder.
+std::vector<NamedOrder> PortfolioOrders(const std::vector<Tensor>& tensors,
+                                        const Interrupt& interrupt = Interrupt());
 
 }  // namespace detail
 }  // namespace cadence_memplan

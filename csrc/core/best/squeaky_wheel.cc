@@ -6,6 +6,7 @@
 
 #include "core/best/best_search.h"
 #include "core/common/peak_live.h"
+#include "core/common/polled_sort.h"
 
 namespace cadence_memplan {
 namespace detail {
@@ -39,6 +40,7 @@ std::vector<Size> PeakLiveBounds(const PlanRequest& request, const PlanResult& p
 void BestSearch::SqueakyWheel() {
   if (result_.budget_exhausted) return;
   const size_t n = request_.tensors.size();
+  const int64_t round_work = PlacementWork(n);
   std::vector<double> priority(n);
   std::vector<TensorIndex> best_order = best_order_;
   for (size_t rank = 0; rank < n; ++rank) {
@@ -52,10 +54,12 @@ void BestSearch::SqueakyWheel() {
   const double push = static_cast<double>(n) / 32 + 1;
   std::mt19937_64 rng(kImprovementSeed);
   for (int64_t round = 0; round < options_.improvement_rounds; ++round) {
-    if (OverBudget()) {
+    if (work_left_ < round_work || DeadlinePassed()) {
       result_.budget_exhausted = true;
       break;
     }
+    ChargeWork(round_work);
+    request_.interrupt.Begin(Phase::kImprove);
     const std::vector<Size> bounds = PeakLiveBounds(request_, current);
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
@@ -73,9 +77,12 @@ void BestSearch::SqueakyWheel() {
       }
     }
     if (!any) break;  // Every memory at its bound and nothing spilled: optimal.
-    std::sort(order.begin(), order.end(), [&](TensorIndex a, TensorIndex b) {
-      return priority[a] != priority[b] ? priority[a] > priority[b] : a < b;
-    });
+    SortPolled(
+        order.begin(), order.end(),
+        [&](TensorIndex a, TensorIndex b) {
+          return priority[a] != priority[b] ? priority[a] > priority[b] : a < b;
+        },
+        request_.interrupt);
     PlanResult plan;
     try {
       plan = PlanInOrder(request_, algorithm, order);

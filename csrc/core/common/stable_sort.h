@@ -5,13 +5,15 @@
 // stable sorts of up to millions of items. An LSD radix sort is stable by
 // construction and, over only the bytes in which some keys differ (three
 // for sizes or offsets below 16 MiB), several times faster than a comparison
-// sort there.
+// sort there. It polls `interrupt` every kItemsPerPoll items it moves.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "core/common/interrupt.h"
 
 namespace cadence_memplan {
 
@@ -23,7 +25,7 @@ struct Keyed {
 
 // Sorts `items` by key, ascending, equal keys in the order they come.
 template <typename Value>
-void SortStablyByKey(std::vector<Keyed<Value>>* items) {
+void SortStablyByKey(std::vector<Keyed<Value>>* items, const Interrupt& interrupt = Interrupt()) {
   if (items->empty()) return;
   uint64_t differing = 0;  // The bits in which some key differs from the first.
   for (const Keyed<Value>& item : *items) differing |= item.key ^ items->front().key;
@@ -34,7 +36,11 @@ void SortStablyByKey(std::vector<Keyed<Value>>* items) {
     std::array<size_t, 257> starts{};
     for (const Keyed<Value>& item : *items) ++starts[((item.key >> shift) & 0xff) + 1];
     for (size_t digit = 1; digit < starts.size(); ++digit) starts[digit] += starts[digit - 1];
-    for (const Keyed<Value>& item : *items) scratch[starts[(item.key >> shift) & 0xff]++] = item;
+    PollEvery poll(interrupt, kItemsPerPoll);
+    for (const Keyed<Value>& item : *items) {
+      scratch[starts[(item.key >> shift) & 0xff]++] = item;
+      poll.Tick();
+    }
     items->swap(scratch);
   }
 }

@@ -1,12 +1,13 @@
 #include "core/common/validator.h"
 
-#include "core/common/str_cat.h"
-
 #include <algorithm>
 #include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
+
+#include "core/common/polled_sort.h"
+#include "core/common/str_cat.h"
 
 namespace cadence_memplan {
 namespace {
@@ -46,7 +47,9 @@ std::string CheckBounds(TensorIndex i, const Tensor& tensor, const Placement& pl
 }  // namespace
 
 std::string Validate(const std::vector<Tensor>& tensors, const std::vector<Placement>& placements,
-                     const std::vector<Memory>& memories) {
+                     const std::vector<Memory>& memories, const Interrupt& interrupt) {
+  interrupt.Begin(Phase::kValidate);
+  PollEvery poll(interrupt, kItemsPerPoll);
   if (tensors.size() != placements.size()) {
     std::ostringstream out;
     out << tensors.size() << " tensors but " << placements.size() << " placements";
@@ -58,6 +61,7 @@ std::string Validate(const std::vector<Tensor>& tensors, const std::vector<Place
         !problem.empty()) {
       return problem;
     }
+    poll.Tick();
   }
 
   // Events: a tensor arrives at its start and leaves after its end. At equal
@@ -73,17 +77,21 @@ std::string Validate(const std::vector<Tensor>& tensors, const std::vector<Place
     events.push_back({tensors[i].lifetime.start, false, i});
     events.push_back({tensors[i].lifetime.end, true, i});
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.time != b.time) return a.time < b.time;
-    if (a.leaves != b.leaves) return !a.leaves;
-    return a.tensor < b.tensor;
-  });
+  SortPolled(
+      events.begin(), events.end(),
+      [](const Event& a, const Event& b) {
+        if (a.time != b.time) return a.time < b.time;
+        if (a.leaves != b.leaves) return !a.leaves;
+        return a.tensor < b.tensor;
+      },
+      interrupt);
 
   // Live tensors of each memory by (offset, index). Live storage never
   // overlaps (else we would have returned), so ends are ordered like offsets
   // and the neighbours of a new tensor are the only candidates for a clash.
   std::vector<std::set<std::pair<Offset, TensorIndex>>> live(memories.size() + 1);
   for (const Event& event : events) {
+    poll.Tick();
     const Placement& placement = placements[event.tensor];
     auto& memory_live = live[placement.mem_id];
     const std::pair<Offset, TensorIndex> key{placement.offset, event.tensor};

@@ -10,12 +10,13 @@
 //
 // Runs in O(n log n): a sweep over time per memory that keeps the live
 // tensors ordered by offset, so each insertion only needs to be compared with
-// its two neighbours.
+// its two neighbours. Polls `interrupt` in its phase kValidate.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 
 namespace cadence_memplan {
@@ -23,6 +24,6 @@ namespace cadence_memplan {
 // Returns "" when the plan is valid, else the first violation found, in words.
 // `placements[i]` is where `tensors[i]` went; memories[m - 1] is memory id m.
 std::string Validate(const std::vector<Tensor>& tensors, const std::vector<Placement>& placements,
-                     const std::vector<Memory>& memories);
+                     const std::vector<Memory>& memories, const Interrupt& interrupt = Interrupt());
 
 }  // namespace cadence_memplan

@@ -1,10 +1,12 @@
 #include "core/placement/interval_index.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
 #include "core/common/branch_free.h"
+#include "core/common/polled_sort.h"
 
 namespace cadence_memplan {
 namespace {
@@ -35,13 +37,17 @@ int64_t BucketWidth(const std::vector<Lifetime>& lifetimes, const TimeAxis& axis
 
 }  // namespace
 
-TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes) {
+TimeAxis::TimeAxis(const std::vector<Lifetime>& lifetimes, const Interrupt& interrupt) {
   starts_.reserve(lifetimes.size());
+  PollEvery poll(interrupt, kItemsPerPoll);
   for (const Lifetime& lifetime : lifetimes) {
     if (!lifetime.empty()) starts_.push_back(lifetime.start);
+    poll.Tick();
   }
   // Graphs list their tensors in node order more often than not.
-  if (!std::is_sorted(starts_.begin(), starts_.end())) std::sort(starts_.begin(), starts_.end());
+  if (!std::is_sorted(starts_.begin(), starts_.end())) {
+    SortPolled(starts_.begin(), starts_.end(), std::less<Time>(), interrupt);
+  }
   starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
 }
 
@@ -55,8 +61,8 @@ AxisSpan TimeAxis::SpanOfStartOnAxis(const Lifetime& lifetime, int64_t first_at_
   return {static_cast<int64_t>(first), static_cast<int64_t>(past_last) - 1};
 }
 
-SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
-    : lifetimes_(std::move(lifetimes)), axis_(lifetimes_) {
+SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes, const Interrupt& interrupt)
+    : lifetimes_(std::move(lifetimes)), axis_(lifetimes_, interrupt) {
   if (axis_.size() > std::numeric_limits<Position>::max()) {
     throw std::length_error("more than 2^31 - 1 distinct start times");
   }
@@ -68,7 +74,9 @@ SlotLayout::SlotLayout(std::vector<Lifetime> lifetimes)
   // search starts from the previous start's position when it can.
   Time previous_start = std::numeric_limits<Time>::max();
   int64_t previous_first = 0;
+  PollEvery poll(interrupt, kItemsPerPoll);
   for (size_t slot = 0; slot < lifetimes_.size(); ++slot) {
+    poll.Tick();
     const Lifetime& lifetime = lifetimes_[slot];
     if (lifetime.empty()) continue;
     const int64_t first_at_least = lifetime.start >= previous_start ? previous_first : 0;

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/prefetch.h"
 #include "core/common/types.h"
 
@@ -49,7 +50,8 @@ struct AxisSpan {
 // The distinct start times of the non-empty lifetimes, ascending.
 class TimeAxis {
  public:
-  explicit TimeAxis(const std::vector<Lifetime>& lifetimes);
+  explicit TimeAxis(const std::vector<Lifetime>& lifetimes,
+                    const Interrupt& interrupt = Interrupt());
 
   int64_t size() const { return static_cast<int64_t>(starts_.size()); }
   Time operator[](int64_t position) const { return starts_[position]; }
@@ -67,8 +69,9 @@ class TimeAxis {
 // the indexes of all memories.
 class SlotLayout {
  public:
-  // Throws std::length_error past 2^31 - 1 distinct start times.
-  explicit SlotLayout(std::vector<Lifetime> lifetimes);
+  // Throws std::length_error past 2^31 - 1 distinct start times, and
+  // Interrupted when `interrupt` says stop while it sorts the starts.
+  explicit SlotLayout(std::vector<Lifetime> lifetimes, const Interrupt& interrupt = Interrupt());
 
   Slot size() const { return static_cast<Slot>(lifetimes_.size()); }
   const Lifetime& lifetime(Slot slot) const { return lifetimes_[slot]; }

@@ -1,8 +1,11 @@
 #include "core/placement/occupancy.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <utility>
+
+#include "core/common/polled_sort.h"
 
 namespace cadence_memplan {
 namespace {
@@ -271,7 +274,7 @@ std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTa
   return nullptr;
 }
 
-int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
+int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes, const Interrupt& interrupt) {
   int64_t count = 0;
   Time first = std::numeric_limits<Time>::max();
   Time last = std::numeric_limits<Time>::min();
@@ -290,7 +293,9 @@ int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
   if (span <= 4 * static_cast<uint64_t>(count)) {
     // Dense node indices, as exported graphs have: histograms over time.
     std::vector<int64_t> starts_at(span + 1, 0), ends_at(span + 1, 0);
+    PollEvery poll(interrupt, kItemsPerPoll);
     for (const Lifetime& lifetime : lifetimes) {
+      poll.Tick();
       if (lifetime.empty()) continue;
       ++starts_at[lifetime.start - first];
       ++ends_at[lifetime.end - first];
@@ -309,8 +314,8 @@ int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
       starts.push_back(lifetime.start);
       ends.push_back(lifetime.end);
     }
-    std::sort(starts.begin(), starts.end());
-    std::sort(ends.begin(), ends.end());
+    SortPolled(starts.begin(), starts.end(), std::less<Time>(), interrupt);
+    SortPolled(ends.begin(), ends.end(), std::less<Time>(), interrupt);
     size_t ended = 0;
     for (Time start : starts) {
       while (ended < ends.size() && ends[ended] < start) ++ended;
@@ -321,7 +326,7 @@ int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes) {
   return count * (count - 1) / 2 - disjoint_pairs;
 }
 
-Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
+Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes, const Interrupt& interrupt) {
   // The cost model of occupancy.h, in nanoseconds per tensor.
   constexpr double kScanPerTensor = 0.65;
   constexpr double kInterval = 200, kIntervalPerOverlap = 27;
@@ -330,7 +335,7 @@ Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes) {
   const double scan = kScanPerTensor * count;
   // Scanning this few is cheaper than any index, whatever the overlaps: skip counting them.
   if (scan <= kInterval) return Occupancy::kScan;
-  const double k = static_cast<double>(CountOverlappingPairs(lifetimes)) / count;
+  const double k = static_cast<double>(CountOverlappingPairs(lifetimes, interrupt)) / count;
   const double interval = kInterval + kIntervalPerOverlap * k;
   const double tree = kTree + kTreePerOverlap * std::min(k, kTreeOverlapsThatCount);
   if (scan <= interval && scan <= tree) return Occupancy::kScan;

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 #include "core/placement/interval_index.h"
 #include "core/placement/occupancy_tree.h"
@@ -98,7 +99,8 @@ std::unique_ptr<MemoryOccupancy> MakeOccupancy(Occupancy occupancy, const SlotTa
 // The number of pairs of non-empty lifetimes that overlap: exactly the number
 // of tensors all placements together would list if every tensor went to one
 // memory. O(n + time span) when node indices are dense, else O(n log n).
-int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes);
+int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes,
+                              const Interrupt& interrupt = Interrupt());
 
 // The occupancy kAuto stands for: the cheapest by a cost model of planning
 // time per tensor, in nanoseconds, fitted on synthetic graphs and MiniMalloc's
@@ -108,6 +110,7 @@ int64_t CountOverlappingPairs(const std::vector<Lifetime>& lifetimes);
 //   tree      1000 + 20 min(k, 150)
 // So a few thousand tensors are scanned, and graphs with many tensors alive
 // at once get the tree. A wrong choice costs time, never a different plan.
-Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes);
+Occupancy ChooseOccupancy(const std::vector<Lifetime>& lifetimes,
+                          const Interrupt& interrupt = Interrupt());
 
 }  // namespace cadence_memplan

@@ -53,6 +53,8 @@ std::string CheckPlaced(const PlacedTensor& placed, const std::vector<Memory>& m
 }  // namespace
 
 std::string CheckRequest(const PlanRequest& request) {
+  request.interrupt.Begin(Phase::kCheck);
+  PollEvery poll(request.interrupt, kItemsPerPoll);
   const auto memory_count = static_cast<int64_t>(request.memories.size());
   const auto tensor_count = static_cast<int64_t>(request.tensors.size());
   if (memory_count < 1 || memory_count > kMaxMemories) {
@@ -71,6 +73,7 @@ std::string CheckRequest(const PlanRequest& request) {
     if (std::string problem = CheckTensor(request.tensors[i]); !problem.empty()) {
       return StrCat("tensor ", i, ": ", problem);
     }
+    poll.Tick();
   }
   if (!request.blocked.empty()) {
     if (static_cast<int64_t>(request.blocked.size()) != tensor_count) {
@@ -84,6 +87,7 @@ std::string CheckRequest(const PlanRequest& request) {
         return StrCat("tensor ", i, ": its blocklist names a memory id that does not exist (1..",
                       memory_count, ")");
       }
+      poll.Tick();
     }
   }
   if (!request.incoming_offsets.empty()) {
@@ -96,12 +100,14 @@ std::string CheckRequest(const PlanRequest& request) {
       if (offset != kNoOffset && (offset < 0 || offset > kMaxByteValue)) {
         return StrCat("tensor ", i, ": incoming offset ", offset, " is outside [0, 2^62]");
       }
+      poll.Tick();
     }
   }
   for (size_t j = 0; j < request.placed.size(); ++j) {
     if (std::string problem = CheckPlaced(request.placed[j], request.memories); !problem.empty()) {
       return StrCat("placed tensor ", j, ": ", problem);
     }
+    poll.Tick();
   }
   return "";
 }
@@ -122,12 +128,16 @@ class Planner {
         sorted_by_offset_(memory_count_ + 1, false),
         holds_zero_size_(memory_count_ + 1, false),
         attempts_(memory_count_ + 1) {
+    request.interrupt.Begin(Phase::kIndex);
     result_.placements.resize(request.tensors.size());
     result_.bufsizes.assign(memory_count_ + 1, 0);
     result_.call_bufsizes.assign(memory_count_ + 1, 0);
-    result_.occupancy = request.occupancy == Occupancy::kAuto ? ChooseOccupancy(table_.lifetimes)
-                                                              : request.occupancy;
-    if (result_.occupancy != Occupancy::kScan) table_.layout.emplace(table_.lifetimes);
+    result_.occupancy = request.occupancy == Occupancy::kAuto
+                            ? ChooseOccupancy(table_.lifetimes, request.interrupt)
+                            : request.occupancy;
+    if (result_.occupancy != Occupancy::kScan) {
+      table_.layout.emplace(table_.lifetimes, request.interrupt);
+    }
     occupancy_.resize(memory_count_ + 1);
     for (MemId m = 1; m <= memory_count_; ++m) {
       occupancy_[m] = MakeOccupancy(result_.occupancy, table_, request.memories[m - 1].alignment);
@@ -136,23 +146,22 @@ class Planner {
     for (size_t i = 0; i < request.tensors.size(); ++i) {
       table_.slots[placed_count_ + static_cast<Slot>(i)].size = request.tensors[i].size;
     }
+    PollEvery poll(request.interrupt, kPlacementsPerPoll);
     for (Slot j = 0; j < placed_count_; ++j) {
       const Placement& placement = request.placed[j].placement;
       AddToMemory(j, placement.mem_id, placement.offset);
+      poll.Tick();
     }
   }
 
   // Places the tensors in `order`, a permutation of the tensor indexes.
   PlanResult Run(const std::vector<TensorIndex>& order) {
-    PollInterrupted();  // Building the indexes sorts every lifetime: poll after it.
-    int64_t until_interrupt_check = kInterruptCheckInterval;
+    request_.interrupt.Begin(Phase::kPlace);
+    PollEvery poll(request_.interrupt, kPlacementsPerPoll);
     for (size_t k = 0; k < order.size(); ++k) {
       const TensorIndex i = order[k];
       Prefetch(order, k);
-      if (--until_interrupt_check == 0) {
-        until_interrupt_check = kInterruptCheckInterval;
-        PollInterrupted();
-      }
+      poll.Tick();
       const Placement placement = algorithm_ == Algorithm::kPositionBasedGreedy
                                       ? PlacePositionBased(i)
                                       : PlaceByHeuristic(i);
@@ -160,6 +169,7 @@ class Planner {
       AddToMemory(placed_count_ + i, placement.mem_id, placement.offset);
       if (algorithm_ == Algorithm::kGreedyByHeuristic) sorted_by_offset_[placement.mem_id] = true;
     }
+    request_.interrupt.Begin(Phase::kResult);
     result_.memory_order.resize(memory_count_ + 1);
     for (MemId m = 1; m <= memory_count_; ++m) {
       std::vector<Slot>& list = members_[m];
@@ -187,7 +197,7 @@ class Planner {
       const Slot slot = (*list)[k];
       by_offset[k] = {static_cast<uint64_t>(table_.slots[slot].offset), slot};
     }
-    SortStablyByKey(&by_offset);
+    SortStablyByKey(&by_offset, request_.interrupt);
     for (size_t k = 0; k < by_offset.size(); ++k) (*list)[k] = by_offset[k].value;
   }
 
@@ -210,10 +220,6 @@ class Planner {
       const Slot slot = placed_count_ + order[k + 1];
       for (MemId m = 1; m <= memory_count_; ++m) occupancy_[m]->PrefetchData(slot);
     }
-  }
-
-  void PollInterrupted() const {
-    if (request_.interrupted && request_.interrupted()) throw Interrupted();
   }
 
   void AddToMemory(Slot slot, MemId mem_id, Offset offset) {
@@ -449,7 +455,9 @@ class Planner {
 
 }  // namespace
 
-std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors) {
+std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors,
+                                       const Interrupt& interrupt) {
+  interrupt.Begin(Phase::kOrder);
   // Largest first, ties in input order: ascending by largest - size.
   Size largest = 0;
   for (const Tensor& tensor : tensors) largest = std::max(largest, tensor.size);
@@ -457,7 +465,7 @@ std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors) {
   for (size_t i = 0; i < by_size.size(); ++i) {
     by_size[i] = {static_cast<uint64_t>(largest - tensors[i].size), static_cast<TensorIndex>(i)};
   }
-  SortStablyByKey(&by_size);
+  SortStablyByKey(&by_size, interrupt);
   std::vector<TensorIndex> order(by_size.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = by_size[k].value;
   return order;
@@ -467,7 +475,7 @@ PlanResult Plan(const PlanRequest& request, Algorithm algorithm) {
   if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
   Planner planner(request, algorithm);
   try {
-    return planner.Run(UpstreamOrder(request.tensors));
+    return planner.Run(UpstreamOrder(request.tensors, request.interrupt));
   } catch (const PlanningFailure& failure) {
     throw WithPeakLiveNote(request, failure);
   }
@@ -501,10 +509,12 @@ PlanResult PlanInOrder(const PlanRequest& request, Algorithm algorithm,
   if (std::string problem = CheckRequest(request); !problem.empty()) throw InvalidInput(problem);
   std::vector<bool> seen(request.tensors.size(), false);
   bool permutation = order.size() == request.tensors.size();
+  PollEvery poll(request.interrupt, kItemsPerPoll);
   for (size_t k = 0; permutation && k < order.size(); ++k) {
     const TensorIndex i = order[k];
     permutation = i >= 0 && i < static_cast<TensorIndex>(seen.size()) && !seen[i];
     if (permutation) seen[i] = true;
+    poll.Tick();
   }
   if (!permutation) throw InvalidInput("the visit order is not a permutation of the tensors");
   Planner planner(request, algorithm);

@@ -34,11 +34,11 @@
 // (PlanRequest::occupancy). The plan does not depend on the choice.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/common/errors.h"
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 
 namespace cadence_memplan {
@@ -68,14 +68,16 @@ struct PlanRequest {
   // choice gives the same plan (occupancy.h); kAuto picks the fastest for the
   // request's lifetimes, and the others exist for tests and benchmarks.
   Occupancy occupancy = Occupancy::kAuto;
-  // Polled every kInterruptCheckInterval placements; returning true abandons
-  // the plan with Interrupted. Lets a caller honour Ctrl-C in a long plan.
-  std::function<bool()> interrupted;
+  // Polled in every phase of the plan (interrupt.h): the check, the
+  // indexes, the visit order, every kPlacementsPerPoll placements, and the
+  // result's sorts. A stop abandons the plan with Interrupted. Lets a caller
+  // honour Ctrl-C in a long plan.
+  Interrupt interrupt;
 };
 
-// Placements between two polls of PlanRequest::interrupted: about ten
-// milliseconds of planning, so a poll costs nothing measurable.
-inline constexpr int64_t kInterruptCheckInterval = 4096;
+// Placements between two polls of PlanRequest::interrupt: a millisecond or
+// two of planning, so a poll costs nothing measurable.
+inline constexpr int64_t kPlacementsPerPoll = 1024;
 
 struct PlanResult {
   std::vector<Placement> placements;  // One per tensor.
@@ -107,7 +109,9 @@ PlanResult Plan(const PlanRequest& request, Algorithm algorithm);
 PlanningFailure WithPeakLiveNote(const PlanRequest& request, const PlanningFailure& failure);
 
 // Upstream's visit order: by size, largest first, ties in input order.
-std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors);
+// Polls `interrupt` in its phase kOrder.
+std::vector<TensorIndex> UpstreamOrder(const std::vector<Tensor>& tensors,
+                                       const Interrupt& interrupt = Interrupt());
 
 // Plan() with the tensors visited in `order`, a permutation of their indexes,
 // instead of UpstreamOrder: the same placers on another order, as the

@@ -330,15 +330,12 @@ bool WorkMeter::Charge(int64_t work) {
   spent_ += work;
   if (spent_ < next_poll_) return true;
   next_poll_ = spent_ + kPollEvery;
-  const auto now = std::chrono::steady_clock::now();
-  if (now > options_.deadline) {
+  if (options_.deadline != std::chrono::steady_clock::time_point::max() &&
+      std::chrono::steady_clock::now() > options_.deadline) {
     cut_short_ = true;
     return false;
   }
-  if (options_.interrupted && now - last_interrupt_poll_ >= std::chrono::milliseconds(10)) {
-    last_interrupt_poll_ = now;
-    if (options_.interrupted()) throw Interrupted();
-  }
+  options_.interrupt.Poll();
   return true;
 }
 

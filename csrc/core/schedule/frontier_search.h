@@ -3,7 +3,6 @@
 // their set of units and cut to `width` when there are more.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +13,7 @@
 namespace cadence_memplan::schedule::detail {
 
 // What spends and stops the search: the work budget, the deadline and the
-// interrupt (polled at most every ten milliseconds).
+// interrupt (polled every kPollEvery units of work).
 class WorkMeter {
  public:
   explicit WorkMeter(const ScheduleOptions& options);
@@ -29,7 +28,6 @@ class WorkMeter {
   int64_t spent_ = 0;
   int64_t next_poll_ = 0;
   bool cut_short_ = false;
-  std::chrono::steady_clock::time_point last_interrupt_poll_{};
 };
 
 struct PassResult {

@@ -25,6 +25,7 @@ ScheduleResult Schedule(const ScheduleProblem& problem, const ScheduleOptions& o
   result.proved_optimal = result.peak_live <= result.lower_bound;
   if (result.proved_optimal) return result;
 
+  options.interrupt.Begin(Phase::kSchedule);
   const detail::UnitGraph graph = detail::UnitGraph::Build(problem);
   detail::WorkMeter meter(options);
   // Every kept state is remembered, and each prefix size keeps up to `width`

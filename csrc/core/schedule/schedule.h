@@ -34,11 +34,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 
 namespace cadence_memplan::schedule {
@@ -71,10 +71,10 @@ struct ScheduleOptions {
   int64_t work_budget = kDefaultWorkBudget;
   // An optional wall-clock cap, and Ctrl-C: either ends the search early,
   // the first with the best order found so far (ScheduleResult::cut_short),
-  // the second by throwing Interrupted. `interrupted` is polled at most
-  // every ten milliseconds, on the calling thread.
+  // the second by throwing Interrupted. `interrupt` is polled in phase
+  // kSchedule every few hundred transitions (interrupt.h).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  std::function<bool()> interrupted;
+  Interrupt interrupt;
   // The most states the search remembers (the history of every kept state,
   // for rebuilding the order), which bounds its memory: about 16 bytes each.
   int64_t max_states = int64_t{1} << 23;

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "core/common/errors.h"
+#include "core/common/threads.h"
 #include "core/search/canonical_search.h"
 #include "core/search/squeaky_dives.h"
 #include "core/search/top_repack.h"
@@ -25,33 +24,43 @@ using detail::SqueakyDives;
 using detail::Unit;
 using detail::UnitProblem;
 
-// What stops a search: the deadline, an interruption (polled only on the
-// thread that created it, at most every ten milliseconds) or a node limit.
+// Calls of Controller::Poll (about one per node) on the calling thread
+// between two polls of the interrupt.
+constexpr int64_t kNodesPerPoll = 256;
+
+// What stops a search: the deadline (only when one is set: the clock is
+// read only then), an interruption (polled from the thread that created the
+// controller, every kNodesPerPoll of its polls) or a node limit.
 class Controller {
  public:
   explicit Controller(const SearchLimits& limits)
-      : limits_(limits), owner_(std::this_thread::get_id()) {
-    Poll();
+      : limits_(limits),
+        owner_(std::this_thread::get_id()),
+        has_deadline_(limits.deadline != std::chrono::steady_clock::time_point::max()) {
+    limits_.interrupt.Begin(Phase::kSearch);
   }
 
   // True when every search should stop now.
   bool Poll() {
     if (stopped_.load(std::memory_order_relaxed)) return true;
-    const auto now = std::chrono::steady_clock::now();
-    if (now > limits_.deadline) {
+    if (has_deadline_ && std::chrono::steady_clock::now() > limits_.deadline) {
       stopped_ = true;
       return true;
     }
-    if (limits_.interrupted && std::this_thread::get_id() == owner_ &&
-        now - last_poll_ >= std::chrono::milliseconds(10)) {
-      last_poll_ = now;
-      if (limits_.interrupted()) {
-        interrupted_ = true;
-        stopped_ = true;
-        return true;
-      }
+    if (std::this_thread::get_id() == owner_ && --until_poll_ <= 0) {
+      until_poll_ = kNodesPerPoll;
+      return PollInterrupt();
     }
     return false;
+  }
+  // Polls the interrupt now (the calling thread only, while it waits for the
+  // others); true when every search should stop.
+  bool PollInterrupt() {
+    if (limits_.interrupt.Stopping()) {
+      interrupted_ = true;
+      stopped_ = true;
+    }
+    return stopped_.load();
   }
   bool stopped() const { return stopped_.load(); }
   void ThrowIfInterrupted() const {
@@ -62,7 +71,8 @@ class Controller {
  private:
   const SearchLimits& limits_;
   const std::thread::id owner_;
-  std::chrono::steady_clock::time_point last_poll_{};
+  const bool has_deadline_;
+  int64_t until_poll_ = kNodesPerPoll;  // Touched by the owner's polls only.
   std::atomic<bool> stopped_{false};
   std::atomic<bool> interrupted_{false};
 };
@@ -133,9 +143,6 @@ class Members {
     std::vector<int64_t> nodes(count, 0);
     std::atomic<int> answered{count};  // The lowest member with an answer.
     std::atomic<int> next{0};
-    std::mutex mutex;
-    std::condition_variable done;
-    int finished_threads = 0;
     const auto work = [&] {
       for (int k; (k = next++) < count;) {
         if (answered.load() < k || controller.stopped()) continue;
@@ -154,28 +161,7 @@ class Members {
         }
       }
     };
-    const int threads = std::min(controller.threads(), count);
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) {
-      pool.emplace_back([&] {
-        work();
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++finished_threads;
-        done.notify_one();
-      });
-    }
-    work();
-    // Keep polling for Ctrl-C while the other threads finish.
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      while (finished_threads < threads - 1) {
-        done.wait_for(lock, std::chrono::milliseconds(10));
-        lock.unlock();
-        controller.Poll();
-        lock.lock();
-      }
-    }
-    for (std::thread& thread : pool) thread.join();
+    RunOnThreads(std::min(controller.threads(), count), work, [&] { controller.PollInterrupt(); });
     controller.ThrowIfInterrupted();
 
     Decision decision;
@@ -275,6 +261,8 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
     if (decision.fit == Fit::kFits) result.offsets = ToOffsets(problem, units, decision.units);
     return result;
   }
+  // The loop may end on a poll that said stop: that is no answer.
+  controller.ThrowIfInterrupted();
   return result;
 }
 

@@ -74,18 +74,19 @@
 // Work is counted in nodes (calls of the search). Node limits make every
 // answer deterministic, whatever the number of threads: the members of one
 // decision run independently, and the answer is that of the first member, in
-// a fixed order, that reached one. A wall-clock deadline or an interruption
-// only stops the search early; then the result depends on how far it got.
+// a fixed order, that reached one. A wall-clock deadline only stops the
+// search early; then the result depends on how far it got. An interruption
+// (SearchLimits::interrupt) throws Interrupted, from every step.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "core/common/interrupt.h"
 #include "core/common/types.h"
 
 namespace cadence_memplan {
@@ -107,10 +108,10 @@ struct PackingProblem {
 struct SearchLimits {
   int64_t max_nodes = std::numeric_limits<int64_t>::max();
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  // Polled from the calling thread only (Python's signal check must run
-  // there), about every ten milliseconds; true stops every member and the
-  // search throws Interrupted (planner.h).
-  std::function<bool()> interrupted;
+  // Polled in phase kSearch, every kNodesPerPoll nodes of the calling
+  // thread's members (interrupt.h); a stop stops every member and the search
+  // throws Interrupted.
+  Interrupt interrupt;
   // Members of a decision run on up to this many threads (the calling thread
   // included); the answer does not depend on it.
   int threads = 1;

@@ -8,7 +8,7 @@
 // depth-first searches are heavy-tailed: asked for a capacity a little below
 // the best plan, one runs out of nodes deep in a subtree whose waste was
 // decided near its root, and a search that found 1.30x the bound in one dive
-// finds nothing at 1.25x in two million nodes (docs/quality.md). A dive
+// finds nothing at 1.25x in two million nodes (docs/research-log.md). A dive
 // never backtracks; what one learns reaches the next through the
 // priorities, so the dives move through packings that differ near the root,
 // where a depth-first search does not go back.

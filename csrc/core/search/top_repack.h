@@ -13,7 +13,7 @@
 // drawn around a size that grows while repacks fail and shrinks while they
 // answer. (Freeing a window of time instead was tried: the freed tensors
 // that outlive the window stay pinned by their neighbours outside it, and
-// the repacks rarely answered; docs/quality.md.)
+// the repacks rarely answered; docs/research-log.md.)
 //
 // Deterministic: k is drawn from a fixed-seed generator, the work is counted
 // in nodes, and a deadline only stops it early. Lifetimes are inclusive

@@ -84,13 +84,15 @@ inline std::string CheckClaims(const PlanRequest& r, const BestResult& best, int
 }
 
 // `brute_steps` caps the brute force of each check (packing_oracle.h).
-inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int64_t max_nodes,
+// `search_work` is the work left for the exact search once the portfolio and
+// the rounds are paid for.
+inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int64_t search_work,
                            int64_t brute_steps) {
   BestCheck check;
   BestOptions options;
-  options.budget_ms = 1e12;  // Deterministic: the rounds and the nodes end the search.
   options.improvement_rounds = improvement_rounds;
-  options.max_nodes = max_nodes;
+  const int64_t placements = 12 + improvement_rounds;  // The portfolio's members, the rounds.
+  options.work_budget = search_work + placements * PlacementWork(r.tensors.size());
   const std::string invalid = CheckRequest(r);
   if (!invalid.empty()) {
     check.outcome = BestOutcome::kInvalidInput;
@@ -140,11 +142,11 @@ inline BestCheck CheckBest(const PlanRequest& r, int64_t improvement_rounds, int
     }
     check.better = !upstream_costs.empty();
     for (const std::vector<Size>& upstream : upstream_costs) check.better &= cost < upstream;
-    // Never worse than the portfolio alone (no improvement rounds, no nodes
-    // for the exact search).
+    // Never worse than the portfolio alone (no improvement rounds, no work
+    // left for the exact search).
     BestOptions portfolio_only = options;
     portfolio_only.improvement_rounds = 0;
-    portfolio_only.max_nodes = 0;
+    portfolio_only.work_budget = 12 * PlacementWork(r.tensors.size());
     if (PlanCost(r, PlanBest(r, portfolio_only).plan) < cost) {
       check.problem = "PlanBest is worse than its portfolio alone";
     }

@@ -3,6 +3,7 @@
 // fail, claims of optimality that brute force confirms on tiny requests; and
 // bad input refused as Plan() refuses it, and the budget.
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <random>
@@ -134,7 +135,10 @@ void TestBadInput() {
   CHECK(failed);
 }
 
-// The budget stops the search, but never before upstream's two placers ran.
+// The budget stops the search, but never before upstream's two placers ran:
+// the work budget without a clock, the wall-clock cap with one, said in
+// cut_short; the work counted is the work allowed, and a negative budget is
+// refused.
 void TestBudget() {
   memplan_test::SetContext("budget");
   std::mt19937_64 rng(7);
@@ -143,11 +147,42 @@ void TestBudget() {
   for (int i = 0; i < 300; ++i)
     r.tensors.push_back({{Pick(rng, 0, 50), Pick(rng, 50, 90)}, Pick(rng, 1, 40)});
   BestOptions none;
-  none.budget_ms = 0;
-  const BestResult cut = PlanBest(r, none);
+  none.work_budget = 0;
+  const BestResult spent = PlanBest(r, none);
+  CHECK(spent.budget_exhausted);
+  CHECK(!spent.cut_short);
+  CHECK_EQ(spent.candidates, int64_t{2});
+  CHECK_EQ(spent.work, 2 * PlacementWork(r.tensors.size()));
+  CHECK_EQ(Validate(r.tensors, spent.plan.placements, r.memories), std::string());
+  BestOptions capped;
+  capped.budget_ms = 0;
+  const BestResult cut = PlanBest(r, capped);
   CHECK(cut.budget_exhausted);
+  CHECK(cut.cut_short);
   CHECK_EQ(cut.candidates, int64_t{2});
   CHECK_EQ(Validate(r.tensors, cut.plan.placements, r.memories), std::string());
+  // Enough work for the portfolio and a few rounds, no more.
+  BestOptions few;
+  few.work_budget = 15 * PlacementWork(r.tensors.size());
+  const BestResult some = PlanBest(r, few);
+  CHECK(some.work <= few.work_budget + PlacementWork(r.tensors.size()));
+  CHECK(!some.cut_short);
+  const auto refused = [&](const BestOptions& options) {
+    try {
+      PlanBest(r, options);
+    } catch (const InvalidInput&) {
+      return true;
+    }
+    return false;
+  };
+  for (const double bad : {-1.0, std::nan("")}) {
+    BestOptions invalid;
+    invalid.budget_ms = bad;
+    CHECK(refused(invalid));
+  }
+  BestOptions negative;
+  negative.work_budget = -1;
+  CHECK(refused(negative));
 }
 
 // The portfolio runs in threads on large requests; the plan must be the one
@@ -162,9 +197,8 @@ void TestThreadsGiveTheSamePlan() {
     r.tensors.push_back({{start, start + Pick(rng, 0, 40)}, Pick(rng, 1, 300)});
   }
   BestOptions options;
-  options.budget_ms = 1e12;
   options.improvement_rounds = 5;
-  options.max_nodes = 20000;  // The exact search's work, the same under any threads.
+  options.work_budget = 200000;  // Counted work: the same under any threads.
   options.threads = 1;
   const BestResult alone = PlanBest(r, options);
   options.threads = 4;
@@ -181,6 +215,85 @@ void TestThreadsGiveTheSamePlan() {
   CHECK(same);
 }
 
+// Polls of each phase of one PlanBest call on `r`, counted by a poll
+// function that never stops it.
+std::vector<int64_t> PollsPerPhase(const PlanRequest& r, const BestOptions& options) {
+  std::vector<int64_t> polls(kPhaseCount, 0);
+  PlanRequest counted = r;
+  counted.interrupt = Interrupt([&](Phase phase, int64_t number) {
+    polls[static_cast<size_t>(phase)] = number;
+    return false;
+  });
+  PlanBest(counted, options);
+  return polls;
+}
+
+// A stop at the 1st, 2nd or 7th poll of any phase ends PlanBest with
+// Interrupted: no step swallows it (fit first's search once did, and the plan
+// ran on to the end of its budget). The polls are counted in work, so on one
+// thread the same request polls the same phases the same number of times
+// (with more, how many nodes the calling thread's members ran varies); a
+// stop on two threads is heard too.
+void TestInterruptedInEveryPhase() {
+  std::mt19937_64 rng(13);
+  PlanRequest hierarchy;  // Spills: the squeaky wheel, memory 1 grown, searches.
+  hierarchy.memories = {{3000, 16}, {1 << 20, 64}};
+  PlanRequest one;  // One memory: the exact search minimises its bufsize.
+  one.memories = {{1 << 20, 1}};
+  for (int i = 0; i < 400; ++i) {
+    const Time start = Pick(rng, 0, 300);
+    const Tensor t{{start, start + Pick(rng, 0, 30)}, Pick(rng, 1, 400)};
+    hierarchy.tensors.push_back(t);
+    one.tensors.push_back(t);
+  }
+  BestOptions options;
+  options.work_budget = 40000;
+  std::vector<bool> reached(kPhaseCount, false);
+  const std::vector<std::pair<const PlanRequest*, int>> runs = {
+      {&hierarchy, 1}, {&one, 1}, {&one, 2}};
+  for (const auto& [r, threads] : runs) {
+    options.threads = threads;
+    std::vector<int64_t> polls = PollsPerPhase(*r, options);
+    if (options.threads == 1) {
+      CHECK(polls == PollsPerPhase(*r, options));
+    } else {
+      polls = std::vector<int64_t>(kPhaseCount, 0);  // Only a search's first poll is sure.
+      polls[static_cast<size_t>(Phase::kSearch)] = 1;
+    }
+    for (int k = 0; k < kPhaseCount; ++k) {
+      const auto phase = static_cast<Phase>(k);
+      for (int64_t number : {1, 2, 7}) {
+        if (number > polls[k]) continue;
+        reached[k] = true;
+        memplan_test::SetContext(std::string("interrupted at poll ") + std::to_string(number) +
+                                 " of " + PhaseName(phase));
+        PlanRequest stopped = *r;
+        int64_t after = 0;  // Polls that reached the function after the stop.
+        bool stop = false;
+        stopped.interrupt = Interrupt([&](Phase p, int64_t n) {
+          if (stop) ++after;
+          stop |= p == phase && n == number;
+          return stop;
+        });
+        bool thrown = false;
+        try {
+          PlanBest(stopped, options);
+        } catch (const Interrupted&) {
+          thrown = true;
+        }
+        CHECK(thrown);
+        CHECK_EQ(after, int64_t{0});
+      }
+    }
+  }
+  memplan_test::SetContext("interrupted in every phase");
+  // Every phase of a plan is reached by one of the two requests.
+  for (Phase phase : {Phase::kCheck, Phase::kIndex, Phase::kOrder, Phase::kPlace, Phase::kResult,
+                      Phase::kValidate, Phase::kSearch, Phase::kImprove}) {
+    CHECK(reached[static_cast<size_t>(phase)]);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -188,6 +301,7 @@ int main() {
   TestBadInput();
   TestBudget();
   TestThreadsGiveTheSamePlan();
+  TestInterruptedInEveryPhase();
   Stats stats;
   for (uint64_t seed = 1; seed <= 1500; ++seed) CheckRandomCase(seed, stats);
   Stats tiny;

@@ -279,7 +279,7 @@ void CheckBudgetsAndInterrupts() {
   std::mt19937_64 big_rng(11);
   ScheduleProblem problem = RandomProblem(big_rng, 200);
   ScheduleOptions options = Budget(int64_t{1} << 40);
-  options.interrupted = [] { return true; };
+  options.interrupt = Interrupt([](Phase, int64_t) { return true; });
   bool interrupted = false;
   try {
     const ScheduleResult result = Schedule(problem, options);
@@ -289,7 +289,7 @@ void CheckBudgetsAndInterrupts() {
   }
   CHECK(interrupted);
   // A deadline already past cuts the search short, with a legal order.
-  options.interrupted = nullptr;
+  options.interrupt = Interrupt();
   options.deadline = std::chrono::steady_clock::now();
   const ScheduleResult cut = Schedule(problem, options);
   CHECK_EQ(CheckOrder(problem, cut.order), std::string());

@@ -12,10 +12,10 @@
 // through our own mapping, not std::uniform_int_distribution, whose results
 // the standard leaves to the library).
 //
-// Used by exact_search_test (small ones of both kinds: the search must prove
-// the optimum, or at least never claim a bound above it) and by
-// bench/exact_search_driver (the guillotine "cut rectangles" set of
-// docs/quality.md).
+// Used by exact_search_known_optimum_test (small ones of both kinds: the
+// search must prove the optimum, or at least never claim a bound above it),
+// by squeaky_dives_test, and by bench/exact_search_driver (the guillotine
+// "cut rectangles" set of docs/quality.md).
 #pragma once
 
 #include <cstdint>

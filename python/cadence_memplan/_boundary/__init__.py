@@ -1,6 +1,6 @@
 """The boundary to executorch that ``cadence/`` and ``exir/`` both sit on.
 
-``tensorspecs.py`` reads TensorSpecs into int64 columns under one written exactness
+``tensorspecs/`` reads TensorSpecs into int64 columns under one written exactness
 policy and writes placements back; ``upstream.py`` holds every private name of executorch
 and torch the package uses, behind one version check; ``control_flow.py`` models what
 higher-order ops' submodules write and leave alive, and places their arenas, for both

@@ -41,7 +41,7 @@ class MemoryChange:
     before: Memory | None
     after: Memory | None
     peak_usage: tuple[int, int]  # the bufsize in each plan (0 where the memory is missing)
-    peak_live_bytes: tuple[int, int]  # the peak-live lower bound in each plan
+    peak_live_bytes: tuple[int, int]  # the peak live of the memory's tensors in each plan
     tensor_count: tuple[int, int]
 
 

@@ -1,15 +1,16 @@
 """Where each memory's peak comes from.
 
 A memory's peak usage (its bufsize: the end of the highest byte any tensor uses) is never
-below its peak-live lower bound (the most bytes of its tensors alive at one node). At the
-first node where the live bytes peak, the live tensors fill the bound exactly and the rest
-of ``[0, bufsize)`` is holes (fragmentation, alignment padding included): in a valid plan
-the holes' bytes there are exactly the gap between the bufsize and the bound, so the holes
-are the bytes a better placement could save. The tensors whose storage reaches the bufsize
-say which placement set it.
+below the peak live of its tensors (the most bytes of the tensors the plan put there alive
+at one node): no placement of those tensors there uses less, though another plan may put
+fewer there. At the first node where the live bytes peak, the live tensors fill the peak
+live exactly and the rest of ``[0, bufsize)`` is holes (fragmentation, alignment padding
+included): in a valid plan the holes' bytes there are exactly the gap between the bufsize
+and the peak live, so the holes are the bytes a better placement of these tensors could
+save. The tensors whose storage reaches the bufsize say which placement set it.
 
 Tensors that lie inside another's storage on purpose (``TensorTable.shares_storage``) are
-left out, as from the bound. numpy only; returns data, prints nothing.
+left out, as from the peak live. numpy only; returns data, prints nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class MemoryPeak:
 
     mem_id: int
     peak_usage: int  # the bufsize: end of the highest byte used
-    peak_live_bytes: int  # most bytes alive at one node: a lower bound on any plan
+    # The most bytes of its tensors alive at one node: no placement of them there uses less.
+    peak_live_bytes: int
     peak_node: int  # the first node where the live bytes peak; -1 if nothing is alive
     live_rows: IntArray  # tensors alive at peak_node, largest first (then lowest offset)
     hole_offsets: IntArray  # free byte ranges of [0, peak_usage) at peak_node, by offset
@@ -38,7 +40,7 @@ class MemoryPeak:
 
     @property
     def gap(self) -> int:
-        """Bytes of bufsize above the lower bound: what fragmentation costs this memory."""
+        """Bytes of bufsize above the peak live: what fragmentation costs this memory."""
         return self.peak_usage - self.peak_live_bytes
 
     @property

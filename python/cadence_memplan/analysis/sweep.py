@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .._types import PlanningError
-from ..api import DEFAULT_BUDGET_MS, plan
+from .._types import DEFAULT_BUDGET, Budget, PlanningError
+from ..api import plan
 from ..io.memories import Memory, parse_size
 from ..io.outputs import write_whole
 from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_sizes_per_memory
@@ -175,11 +175,11 @@ def arrays_planner(
     sizes: npt.ArrayLike,
     algorithm: str,
     names: Sequence[str] | None = None,
-    budget_ms: float = DEFAULT_BUDGET_MS,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> PlanAt:
     """``plan_at`` for arrays (CSV instances, synthetic graphs): the array API's plan.
     ``names`` name the tensors in the reason a plan does not fit (default "tensor i");
-    ``budget_ms`` caps ``"best"``'s search at each size."""
+    ``budget`` is ``"best"``'s at each size."""
     sizes_array = np.asarray(sizes, dtype=np.int64)
     starts_array = np.asarray(starts, dtype=np.int64)
     ends_array = np.asarray(ends, dtype=np.int64)
@@ -194,7 +194,8 @@ def arrays_planner(
                 [memory.size for memory in memories],
                 [memory.alignment for memory in memories],
                 algorithm=algorithm,  # type: ignore[arg-type]
-                budget_ms=budget_ms,
+                work_budget=budget.work,
+                budget_ms=budget.ms,
             )
         except PlanningError as error:
             index = error.tensor_index

@@ -13,7 +13,7 @@ raises, no spec and nothing in ``state`` has changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any, ClassVar
 
@@ -35,9 +35,11 @@ from .._boundary.tensorspecs import (
     preset_mem_ids,
     read_cadence_specs,
     write_placements,
+    written_whole,
 )
 from .._boundary.upstream import mem_id_blocklists
 from .._types import (
+    NOTHING_SPENT,
     OBJECTIVES,
     OCCUPANCIES,
     Algorithm,
@@ -46,9 +48,17 @@ from .._types import (
     PlanningError,
     PlanResult,
     Preplaced,
+    SearchSpent,
 )
-from .._validation import MAX_MEMORIES, as_int64, check_budget_ms, check_choice, check_memories
-from ..api import DEFAULT_BUDGET_MS, allowed_mask, plan_prepared
+from .._validation import (
+    MAX_MEMORIES,
+    as_int64,
+    check_budget_ms,
+    check_choice,
+    check_memories,
+    check_work_budget,
+)
+from ..api import DEFAULT_WORK_BUDGET, allowed_mask, plan_prepared
 
 __all__ = [
     "BestOfHierarchy",
@@ -106,30 +116,35 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         memory_config: MemoryConfig,
         *args: Any,
         occupancy: Occupancy = "auto",
-        budget_ms: float = DEFAULT_BUDGET_MS,
+        work_budget: int | None = None,
+        budget_ms: float | None = None,
         objective: Objective = "bytes",
         **kwargs: Any,
     ) -> None:
-        """Upstream's constructor; ``occupancy`` and ``budget_ms`` (``"best"`` only) are
+        """Upstream's constructor; ``occupancy``, ``work_budget`` and ``budget_ms`` (these
+        two ``"best"`` only: the work, and an optional wall-clock cap) are
         :func:`cadence_memplan.plan`'s (every occupancy gives the same plan: the tests run
         each). ``objective`` (``"best"`` only): ``"bytes"`` keeps the most bytes in the fast
         memories, ``"traffic"`` the most traffic, each tensor weighing its size times
-        (1 + the number of nodes that read it in the graph). ``budget_ms`` and
-        ``objective`` may also be set on the instance before it plans.
+        (1 + the number of nodes that read it in the graph). ``work_budget``,
+        ``budget_ms`` and ``objective`` may also be set on the instance before it plans.
         ``last_result`` is the core's answer to the last ``plan()`` call (its
         ``strategy`` says how ``"best"`` found its plan), None before the first;
-        ``last_kept`` what that call kept in memory 1 (in ``kept_bound``'s terms), and
-        ``calls`` how many calls placed at least one spec."""
+        ``last_kept`` what that call kept in memory 1 (in ``kept_bound``'s terms),
+        ``calls`` how many calls placed at least one spec, and ``spent`` what every call of
+        ``"best"`` spent in all (a ``SearchSpent``)."""
         # Checked here, before upstream's constraint phases place pinned specs.
         check_memory_config(memory_config)
         check_choice("occupancy", occupancy, OCCUPANCIES)
         self.occupancy = occupancy
+        self.work_budget = work_budget
         self.budget_ms = budget_ms
         check_choice("objective", objective, OBJECTIVES)
         self.objective = objective
         self.last_result: PlanResult | None = None
         self.last_kept = 0  # last_result's weight in memory 1 (see plan())
         self.calls = 0  # plan() calls that placed at least one spec
+        self.spent = NOTHING_SPENT
         super().__init__(memory_config, *args, **kwargs)
 
     def plan(
@@ -230,7 +245,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
                 read.offsets,
                 True,
                 self.occupancy,
-                check_budget_ms(self.budget_ms),
+                work_budget=check_work_budget(self.work_budget, DEFAULT_WORK_BUDGET),
+                budget_ms=check_budget_ms(self.budget_ms),
                 weights=weights,
             )
         except PlanningError as error:
@@ -241,6 +257,7 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             failure.spec = specs[error.tensor_index]  # the one that fits nowhere
             raise failure from error
         self.last_result = result
+        self.spent += SearchSpent.of(result)
         if specs:  # Cadence's pass also calls with no specs: those place nothing.
             self.calls += 1
         # What memory 1 keeps of this call's tensors, in kept_bound's terms (bytes, or the
@@ -248,18 +265,23 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         kept_weights = read.sizes if weights is None else weights
         self.last_kept = int(kept_weights[result.mem_ids == 1].sum(dtype=object))
 
-        write_placements(specs, result.mem_ids, result.offsets)
         # Each memory's list by one numpy take: the order is the offsets', so a list's
         # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
         everything = object_array(chain(placed, specs), len(placed) + len(specs))
-        for mem_id in range(1, memory_count + 1):
-            order = slot_owner[result.memory_order[mem_id]]
-            state.allocated_buffers[mem_id] = everything[order[order >= 0]].tolist()
-        # Upstream raises bufsizes in place_spec, so only for the tensors placed in this
-        # call: the core's call_bufsizes.
-        for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
-            if mem_id:
-                state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
+        lists_before, bufsizes_before = list(state.allocated_buffers), list(state.bufsizes)
+        with written_whole(specs) as interrupted:  # the specs and the state, or none
+            write_placements(specs, result.mem_ids, result.offsets)
+            for mem_id in range(1, memory_count + 1):
+                order = slot_owner[result.memory_order[mem_id]]
+                state.allocated_buffers[mem_id] = everything[order[order >= 0]].tolist()
+            # Upstream raises bufsizes in place_spec, so only for the tensors placed in
+            # this call: the core's call_bufsizes.
+            for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
+                if mem_id:
+                    state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
+            if interrupted():
+                state.allocated_buffers[:] = lists_before
+                state.bufsizes[:] = bufsizes_before
 
     def _weights(
         self, specs: list[TensorSpec], sizes: npt.NDArray[np.int64], graph_module: Any
@@ -269,9 +291,17 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         check_choice("objective", self.objective, OBJECTIVES)
         if self.algorithm != "best" or self.objective == "bytes":
             return None
-        readers = spec_readers(graph_module)
-        counts = np.array([readers.get(id(spec), 0) for spec in specs], dtype=np.int64)
-        return sizes * (1 + counts)
+        return traffic_weights(specs, sizes, graph_module)
+
+
+def traffic_weights(
+    specs: Sequence[TensorSpec], sizes: npt.NDArray[np.int64], graph_module: Any
+) -> npt.NDArray[np.int64]:
+    """The traffic objective's weight of each spec (``sizes`` its sizes): its size times
+    (1 + the nodes that read it), the bytes written once and read by each reader."""
+    readers = spec_readers(graph_module)
+    counts = np.array([readers.get(id(spec), 0) for spec in specs], dtype=np.int64)
+    return sizes * (1 + counts)
 
 
 def spec_readers(graph_module: Any) -> dict[int, int]:

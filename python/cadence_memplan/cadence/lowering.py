@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
@@ -25,10 +26,11 @@ from executorch.exir.tensor import TensorSpec
 
 from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
-from .._types import ALGORITHMS
+from .._types import ALGORITHMS, DEFAULT_BUDGET, NOTHING_SPENT, Budget, SearchSpent
 from ..io.memories import Memory
 from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
+from .algorithms import traffic_weights
 from .compiler import cadence_backend_config, import_cadence_compiler
 from .storage_sharing import op_name, storage_sharing_spec_ids
 
@@ -133,6 +135,10 @@ class LoweredPlan:
     # (with several calls, no one bound covers the program).
     kept: tuple[int, int] | None = None
     reorder: Any = None  # with reorder=True: what it did (cadence_memplan.scheduling.Reorder)
+    # What "best" spent over every placer call; nothing for the other placers.
+    spent: SearchSpent = NOTHING_SPENT
+    # objective="traffic": each row's weight in the table (PlannedSpecs.traffic), else None
+    weights: npt.NDArray[np.int64] | None = None
 
 
 def program_table(
@@ -166,6 +172,7 @@ class PlannedSpecs:
         alloc_inputs: bool,
         alloc_outputs: bool,
     ) -> None:
+        self.graph_module = graph_module
         nodes = list(graph_module.graph.nodes)
         spec_names: dict[int, str] = {}
         for node in nodes:
@@ -189,6 +196,11 @@ class PlannedSpecs:
         shared = storage_sharing_spec_ids(graph_module)
         self.shares_storage = np.array([id(spec) in shared for spec in self.specs], dtype=bool)
         self.sizes = allocated_sizes(self.specs)
+
+    def traffic(self) -> npt.NDArray[np.int64]:
+        """Per row of :meth:`table`, the traffic objective's weight, as ``best`` weighs it
+        (:func:`~cadence_memplan.cadence.algorithms.traffic_weights`)."""
+        return traffic_weights(self.specs, self.sizes, self.graph_module)[placed_mask(self.specs)]
 
     def table(self) -> TensorTable:
         """The placed specs (those with a ``mem_id`` and a ``mem_offset``), as they are now."""
@@ -216,7 +228,7 @@ def lower_and_plan(
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
     who: str = "C++ core",
-    budget_ms: float | None = None,
+    budget: Budget = DEFAULT_BUDGET,
     *,
     lowering: str,
     objective: str = "bytes",
@@ -224,8 +236,8 @@ def lower_and_plan(
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
     ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
-    ``lowering`` that made ``edge``; raises what the pass raises. ``budget_ms`` caps our
-    ``"best"`` placer's search (None: its default); ``objective`` is its objective;
+    ``lowering`` that made ``edge``; raises what the pass raises. ``budget`` is our
+    ``"best"`` placer's (``Budget()``: its default); ``objective`` is its objective;
     ``reorder`` our pass's (it plans better node orders too)."""
     pass_ = planning_class(
         memory_config(memories),
@@ -235,8 +247,8 @@ def lower_and_plan(
         alloc_graph_output=alloc_outputs,
         **({"reorder": True} if reorder else {}),
     )
-    if budget_ms is not None:
-        pass_.algo.budget_ms = budget_ms
+    if budget != DEFAULT_BUDGET:  # ours only: upstream's placers have no budget
+        pass_.algo.work_budget, pass_.algo.budget_ms = budget
     if objective != "bytes":
         pass_.algo.objective = objective
     planning = TimedPlanning(pass_)
@@ -259,7 +271,16 @@ def lower_and_plan(
         kept = (pass_.algo.last_kept, result.kept_bound)
     if reordered is not None:
         timings["reorder (all its plans)"] = reordered.seconds
-    return LoweredPlan(program, table, node_names, timings, strategy, kept, reordered)
+    weights = None
+    if objective == "traffic":  # its rows are program_table's
+        exported = program.exported_program()
+        weights = PlannedSpecs(
+            exported.graph_module, exported.graph_signature, alloc_inputs, alloc_outputs
+        ).traffic()
+    spent = getattr(pass_.algo, "spent", NOTHING_SPENT)  # ours only
+    return LoweredPlan(
+        program, table, node_names, timings, strategy, kept, reordered, spent, weights
+    )
 
 
 def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ upstream's object under that name:
 - ``PositionBasedGreedyWithHierarchy`` and ``GreedyWithHeuristic`` (``memory_planning``,
   where upstream's own ``CadenceMemoryPlanning.get_mem_algos`` finds them): ours;
 - ``print_memory_planning_info`` (``memory_planning``, ``compiler``): ours, the same
-  tables read in one pass, with a peak-live lower bound per memory added.
+  tables read in one pass, with each memory's peak live of its tensors added.
 
 Modules imported later that take those names from ``memory_planning`` get ours too. Names
 a script took before the patch keep upstream's objects, so patch first (or run the script

@@ -8,13 +8,15 @@ Python; here each spec is read once into arrays (:func:`read_spec_table`) and ev
 is a few numpy operations, so they stay fast at 10^5 tensors.
 
 New: :func:`find_peak_live_bytes_per_memory`, the most bytes alive at one time among the
-tensors placed in each memory. No plan of those tensors in that memory can use fewer
-bytes, so it is a lower bound to hold a memory's peak usage against. It sums the tensors'
-sizes, so tensors that share storage on purpose (the relative placements of cat, slice
-and view "nops") are counted once each; pass the ``MemConstraints`` that planned the graph
-to leave those out, as the other reports do. :func:`print_memory_planning_info` has no
-constraints to go by and leaves them out by the package's one definition of "shares
-storage", :func:`.storage_sharing.storage_sharing_spec_ids`, as the command line does.
+tensors placed in each memory. No placement of those tensors in that memory can use fewer
+bytes, so it is a lower bound to hold the memory's peak usage against; it bounds that
+plan's tensors, not the memory (another plan may put fewer there), except with one memory,
+where it bounds every plan. It sums the tensors' sizes, so tensors that share storage on
+purpose (the relative placements of cat, slice and view "nops") are counted once each;
+pass the ``MemConstraints`` that planned the graph to leave those out, as the other
+reports do. :func:`print_memory_planning_info` has no constraints to go by and leaves them
+out by the package's one definition of "shares storage",
+:func:`.storage_sharing.storage_sharing_spec_ids`, as the command line does.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ PER_MEMORY_HEADERS = (
     "Base Address",
     "Memory Size (Bytes)",
     "Peak Memory Usage (Bytes)",
-    "Peak Live Bytes (Lower Bound)",
-    "Usage / Bound",
+    "Peak Live Bytes of Its Tensors",
+    "Usage / Peak Live",
 )
 
 _UNSET = -1  # stands for None in the int64 columns (the boundary's read_placements)
@@ -191,8 +193,8 @@ def find_peak_live_bytes_per_memory(
     alloc_graph_output: bool,
     mem_constraints: MemConstraints | None = None,
 ) -> list[int]:
-    """Each memory's peak-live lower bound, indexed like
-    :func:`find_peak_memory_usages_per_memory`."""
+    """Each memory's peak live of its tensors (:func:`peak_live_bytes_per_memory`), indexed
+    like :func:`find_peak_memory_usages_per_memory`."""
     return peak_live_bytes_per_memory(
         _graph_spec_table(
             graph_module, graph_signature, alloc_graph_input, alloc_graph_output, mem_constraints
@@ -211,11 +213,12 @@ def print_memory_planning_info(
     """Upstream's function: log the per-memory table and the total-peak table.
 
     The per-memory table has upstream's four columns with upstream's numbers, then a fifth,
-    "Peak Live Bytes (Lower Bound)" (:func:`peak_live_bytes_per_memory`), leaving out the
+    "Peak Live Bytes of Its Tensors" (:func:`peak_live_bytes_per_memory`), leaving out the
     tensors that Cadence's nop ops (cat, slice, select, memory.view, idma_wait) put inside
-    another tensor's storage, so that it stays a lower bound, and a sixth, the peak usage
-    over that bound (1.000x: no plan can use less). The total table is upstream's
-    exactly. The specs are read once for both tables.
+    another tensor's storage, so that it stays a lower bound on placing those tensors
+    there, and a sixth, the peak usage over it (1.000x: no gap, no placement of those
+    tensors there uses less; another plan may put fewer there). The total table is
+    upstream's exactly. The specs are read once for both tables.
     """
     # Upstream's reports use a fresh MemConstraints, which skips no spec; kept for fidelity.
     mem_constraints = MemConstraints(

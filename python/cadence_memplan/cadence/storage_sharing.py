@@ -3,7 +3,9 @@
 The one definition of "shares storage on purpose". Cadence's memory constraints
 (executorch/backends/cadence/aot/memory_constraints.py) place these ops' tensors inside
 another tensor's storage: a slice/select nop's output, an idma_wait's output and a
-memory.view's output lie inside their input; a cat nop's inputs lie inside its output.
+memory.view's output lie inside their input; a cat nop's inputs lie inside its output,
+and so does whatever such an input lies inside (a cat of views, as llama's rotary
+embedding makes, puts the viewed tensors in the cat's output).
 Such a tensor overlaps its source by design, so the validator and the peak-live lower
 bound leave it out (counting it would count the same bytes twice). Reads only a graph's
 nodes: importing it needs no executorch.
@@ -63,6 +65,10 @@ def may_share_storage_with(node: Any) -> list[Any]:
     return []
 
 
+def _inside_its_input(node: Any) -> bool:
+    return node.op == "call_function" and op_name(node.target) in _OUTPUT_INSIDE_INPUT
+
+
 def storage_sharing_spec_ids(graph_module: object) -> set[int]:
     """``id()`` of every TensorSpec in a planned graph that lies inside another's storage.
 
@@ -70,11 +76,12 @@ def storage_sharing_spec_ids(graph_module: object) -> set[int]:
     """
     shared: set[int] = set()
     for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
-        if node.op != "call_function":
-            continue
-        name = op_name(node.target)
-        if name in _OUTPUT_INSIDE_INPUT:
+        if _inside_its_input(node):
             shared.add(id(node.meta.get("spec")))
-        elif name in _INPUTS_INSIDE_OUTPUT:
-            shared.update(id(arg.meta.get("spec")) for arg in _cat_inputs(node))
+        elif node.op == "call_function" and op_name(node.target) in _INPUTS_INSIDE_OUTPUT:
+            for source in _cat_inputs(node):
+                shared.add(id(source.meta.get("spec")))
+                while _inside_its_input(source) and source.args:  # the view's own source
+                    source = source.args[0]
+                    shared.add(id(source.meta.get("spec")))
     return shared

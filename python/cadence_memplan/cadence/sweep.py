@@ -30,7 +30,7 @@ from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
 
-from .._types import ALGORITHMS
+from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget, Objective
 from ..io.memories import Memory
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
@@ -116,7 +116,10 @@ class Replanner:
     the caller asks for is planned on its own). ``lowering`` is the one that made
     ``edge`` ("cadence" or "exir"): ``to_executorch`` runs in its backend config, as
     :func:`~cadence_memplan.cadence.lowering.lower_and_plan` does, so each replay is
-    the plan a whole lowering makes.
+    the plan a whole lowering makes. ``budget`` and ``objective`` are ``best``'s, for
+    every replay unless :meth:`plan` is given another budget. ``last_placer`` is the
+    placer of the last replay (``last_result``, ``last_kept``, ``calls``, ``work``: what
+    it planned and proved), None before the first.
     """
 
     def __init__(
@@ -126,11 +129,14 @@ class Replanner:
         algorithm: str,
         alloc_inputs: bool = True,
         alloc_outputs: bool = True,
-        budget_ms: float | None = None,
+        budget: Budget = DEFAULT_BUDGET,
         *,
         lowering: str,
+        objective: Objective = "bytes",
     ) -> None:
-        self.budget_ms = budget_ms  # our "best" placer's cap (None: its default)
+        self.budget = budget  # our "best" placer's (Budget(): its default)
+        self.objective = objective
+        self.last_placer: Any = None
         self.mem_algo = ALGORITHMS.index(algorithm)
         self.alloc_inputs = alloc_inputs
         self.alloc_outputs = alloc_outputs
@@ -141,8 +147,8 @@ class Replanner:
             alloc_graph_input=alloc_inputs,
             alloc_graph_output=alloc_outputs,
         )
-        if budget_ms is not None:
-            planning.algo.budget_ms = budget_ms
+        planning.algo.work_budget, planning.algo.budget_ms = budget
+        planning.algo.objective = objective
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         try:
@@ -162,10 +168,13 @@ class Replanner:
             self.call.graph_module, self.call.graph_signature, alloc_inputs, alloc_outputs
         )
 
-    def plan(self, memories: Sequence[Memory], algorithm: str | None = None) -> TensorTable:
+    def plan(
+        self, memories: Sequence[Memory], algorithm: str | None = None, budget: Budget | None = None
+    ) -> TensorTable:
         """The plan at ``memories``, as ``plan`` would make it, with ``algorithm`` (default:
-        the one given when the model was lowered); raises one of
-        :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
+        the one given when the model was lowered) and ``budget`` (default: the one given
+        then); raises one of :data:`PLANNING_FAILURES` (every spec put back) when it does
+        not fit."""
         call = self.call
         call.restore()
         algo = CadenceMemoryPlanning.get_mem_algos(
@@ -175,8 +184,9 @@ class Replanner:
             self.alloc_outputs,
             None,
         )[self.mem_algo if algorithm is None else ALGORITHMS.index(algorithm)]
-        if self.budget_ms is not None:
-            algo.budget_ms = self.budget_ms
+        algo.work_budget, algo.budget_ms = self.budget if budget is None else budget
+        algo.objective = self.objective
+        self.last_placer = algo
         try:
             with deferred_recompile(call.graph_module):
                 algo(

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._types import ALGORITHMS
-from ..api import DEFAULT_BUDGET_MS
+from .._types import ALGORITHMS, Budget
+from ..api import DEFAULT_WORK_BUDGET
 from ..cadence import LOWERINGS
 from ..io.memories import (
     DEFAULT_MEMORY_SPEC,
@@ -65,9 +65,10 @@ class Progress:
             print(f"{PROG}: [{elapsed:5.1f} s] {message}", file=self.stream, flush=True)
 
 
-def add_planning_options(parser: argparse.ArgumentParser) -> None:
-    """--memory/--memory-config, --algo, --budget, --lowering, --alloc-inputs/outputs: how
-    to plan, the same for plan and sweep."""
+def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True) -> None:
+    """--memory/--memory-config, --algo, --work, --budget, --lowering,
+    --alloc-inputs/outputs: how to plan, the same for plan, sweep and size (without
+    ``placer``, no --algo: the command plans with best)."""
     memory = parser.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
@@ -82,20 +83,35 @@ def add_planning_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a .json or .toml file listing memories with names and base addresses",
     )
+    if placer:
+        parser.add_argument(
+            "--algo",
+            choices=ALGORITHMS,
+            default=DEFAULT_ALGORITHM,
+            help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
+            " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1"
+            " first (ours, mem_algo=2) (default: %(default)s)",
+        )
+        work = "with --algo best: the units of work its search may spend"
+        cap = "with --algo best: also stop its search after MS milliseconds of wall time"
+        result = "plan"
+    else:
+        parser.set_defaults(algo="best")
+        work = "the units of work best may spend in all, split across its plans"
+        cap = "also stop best after MS milliseconds of wall time in all"
+        result = "answer"
     parser.add_argument(
-        "--algo",
-        choices=ALGORITHMS,
-        default=DEFAULT_ALGORITHM,
-        help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
-        " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1 first"
-        " (ours, mem_algo=2) (default: %(default)s)",
+        "--work",
+        metavar="N",
+        type=whole_number("units"),
+        help=f"{work}; counted, not timed, so the {result} is the same on every run and"
+        f" machine (a unit is about 15 µs on one core) (default: {DEFAULT_WORK_BUDGET:,})",
     )
     parser.add_argument(
         "--budget",
         metavar="MS",
         type=_budget,
-        help="with --algo best: stop its search after MS milliseconds (checked between"
-        f" candidate plans) (default: {DEFAULT_BUDGET_MS:g})",
+        help=f"{cap}; the {result} then depends on the machine's speed and load (default: no cap)",
     )
     parser.add_argument(
         "--lowering",
@@ -167,17 +183,32 @@ def _budget(text: str) -> float:
     return value
 
 
-def budget_from_arguments(arguments: argparse.Namespace) -> float:
-    """``--budget`` (best's search cap, ms), refused with another placer, which does not
-    search."""
-    if arguments.budget is None:
-        return DEFAULT_BUDGET_MS
-    if arguments.algo != "best":
-        raise CliError(
-            f"--budget applies to --algo best only (--algo {arguments.algo} places every"
-            " tensor once, without a search)"
-        )
-    return float(arguments.budget)
+def whole_number(noun: str) -> Callable[[str], int]:
+    """An argparse type: a count >= 0, with ``,`` or ``_`` between digits allowed
+    (``450,000``); the error names what is counted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {noun} >= 0")
+        return value
+
+    return parse
+
+
+def budget_from_arguments(arguments: argparse.Namespace) -> Budget:
+    """``--work`` and ``--budget`` (best's work and wall-clock cap), refused with another
+    placer, which does not search."""
+    for option, value in (("--work", arguments.work), ("--budget", arguments.budget)):
+        if value is not None and arguments.algo != "best":
+            raise CliError(
+                f"{option} applies to --algo best only (--algo {arguments.algo} places every"
+                " tensor once, without a search)"
+            )
+    return Budget(arguments.work, arguments.budget)
 
 
 def checked_outputs(

@@ -6,6 +6,7 @@
                          [--pte model.pte] [--compare] [--quiet]
     cadence-memplan sweep [INPUT] --vary M --sizes LO:HI:STEPS [--memory ...] [--algo ...]
                           [--out sweep.csv] [--plot sweep.png]
+    cadence-memplan size [INPUT] [--memory ...] [--points N] [--json size.json] [--plot size.png]
     cadence-memplan diff A.json B.json
 
 INPUT is a ``torch.export`` archive (``.pt2``), a MiniMalloc CSV instance (``.csv``) or a
@@ -24,6 +25,11 @@ bytes and count, the bytes outside memory 1, whether it fits, and the sizes wher
 bigger M holds fewer bytes. Its exit codes are ``plan``'s (a size that does not fit is a
 row, not a failure).
 
+``size`` finds the smallest size of the first memory that keeps every tensor there, and
+below it the most that memory keeps at each size where that changes, with a proved bound
+(:mod:`cadence_memplan.sizing`); it plans with best, within a work budget split across its
+plans. Its exit codes are ``plan``'s.
+
 ``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the
 plans are identical, 1 they differ, 2 error.
 
@@ -31,20 +37,25 @@ Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, low
 failed, an output could not be written), 2 usage error (bad option, missing or unreadable
 input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
 line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+
+A reader that goes away (``| head``, on stdout or stderr) stops only the printing, for
+every command: the work goes on and the outputs are written as without it
+(:class:`_ReaderMayLeave`), then the command exits 141 unless it failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn, TextIO
 
 from .. import __version__
 from .._validation import closest
 from ..models import BUILTIN_INPUTS
-from . import diff_command, plan_command, sweep_command
+from . import diff_command, plan_command, size_command, sweep_command
 from .common import (
     DEFAULT_ALGORITHM,
     EXIT_BROKEN_PIPE,
@@ -77,6 +88,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     plan_command.add_parser(commands)
     sweep_command.add_parser(commands)
+    size_command.add_parser(commands)
     diff_command.add_parser(commands)
     return parser, dict(commands.choices)
 
@@ -110,7 +122,7 @@ def _join_dash_values(parser: argparse.ArgumentParser, arguments: list[str]) -> 
     return joined
 
 
-COMMANDS = ("plan", "sweep", "diff")
+COMMANDS = ("plan", "sweep", "size", "diff")
 
 
 def _misspelled_command(first: list[str]) -> str | None:
@@ -131,24 +143,84 @@ def _misspelled_command(first: list[str]) -> str | None:
     )
 
 
-def _stdout_closed() -> int:
-    """The reader went away (``| head``): stop quietly, as a command killed by SIGPIPE would.
+class _ReaderMayLeave:
+    """sys.stdout or sys.stderr while a command runs. When its reader goes away (``| head``)
+    the rest of what is printed is dropped, instead of a BrokenPipeError ending the
+    command before it has written its outputs (the report is printed first): the printing
+    stops, the work does not. ``gone`` says whether it happened."""
 
-    stdout is pointed at devnull so that Python's own flush at exit cannot fail again.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_BROKEN_PIPE
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_went_away()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_went_away()
+
+    def _reader_went_away(self) -> None:
+        self.gone = True
+        # What the stream still buffers, the interpreter's flush at exit and C++ code that
+        # writes to the descriptor itself (HiGHS) then go to devnull instead of failing.
+        with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor
+            descriptor = self.stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, descriptor)
+            os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty, ...
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _readers_may_leave() -> Iterator[list[_ReaderMayLeave]]:
+    """sys.stdout and sys.stderr as :class:`_ReaderMayLeave` for the block, flushed at its
+    end (where a reader that left shows when the stream is buffered), then put back."""
+    saved = sys.stdout, sys.stderr
+    streams: list[_ReaderMayLeave] = []
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None:  # None under pythonw
+            streams.append(_ReaderMayLeave(stream))
+            setattr(sys, name, streams[-1])
+    try:
+        yield streams
+        for stream in streams:
+            stream.flush()
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage)."""
+    """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage,
+    141 a reader left: see the module's docstring)."""
+    with _readers_may_leave() as streams:
+        status, failed = _run(argv)
+    if any(stream.gone for stream in streams) and not failed:
+        return EXIT_BROKEN_PIPE  # as a command cut off by SIGPIPE, quietly
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
+    """Parse and run the command: (the exit status, whether it failed with an error)."""
     arguments_list = list(sys.argv[1:] if argv is None else argv)
-    commands = (["plan"], ["sweep"], ["diff"], ["-h"], ["--help"], ["--version"])
+    commands = (*([name] for name in COMMANDS), ["-h"], ["--help"], ["--version"])
     misspelled = _misspelled_command(arguments_list[:1])
     if misspelled is not None:
         print(f"{PROG}: error: {misspelled}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE, True
     if arguments_list[:1] not in commands:
         # `cadence-memplan` alone, or with an input or plan options: plan is the default.
         arguments_list.insert(0, "plan")
@@ -161,29 +233,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     try:
         arguments = parser.parse_args(arguments_list)
-    except BrokenPipeError:  # --help | head
-        return _stdout_closed()
     except SystemExit as exit_request:  # --help, --version, usage errors
         code = exit_request.code
-        return code if isinstance(code, int) else EXIT_USAGE
+        status = code if isinstance(code, int) else EXIT_USAGE
+        return status, status != 0
     debug = arguments.debug
     try:
-        command = {"sweep": sweep_command, "diff": diff_command}.get(
+        command = {"sweep": sweep_command, "size": size_command, "diff": diff_command}.get(
             arguments.command, plan_command
         )
-        status: int = command.run(arguments)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
-        return status
-    except BrokenPipeError:
-        return _stdout_closed()
+        return command.run(arguments), False
     except CliError as error:
         if debug:
             raise
         print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
-        return error.exit_code
+        return error.exit_code, True
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED, True
     except Exception as error:
         if debug:
             raise
@@ -193,4 +260,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         # diff's 1 means "the plans differ", so its errors are 2, as diff(1)'s.
-        return EXIT_USAGE if arguments.command == "diff" else EXIT_PLANNING_FAILED
+        return (EXIT_USAGE if arguments.command == "diff" else EXIT_PLANNING_FAILED), True

@@ -30,6 +30,7 @@ from ..stats import (
     live_bytes_changes,
     memory_stats,
     overall_peak,
+    plural,
 )
 from .plot_axes import binary_axis
 from .printing import percent_used
@@ -103,8 +104,8 @@ def plot_memory_map(
         axis.set_ylabel("offset")
         binary_axis(axis.yaxis, top_of_view)
         axis.set_title(
-            f"{memory.name}: {stat.tensor_count:,} tensors, peak {format_bytes(stat.peak_usage)}"
-            f" of {format_bytes(memory.size)} ({percent_used(stat.peak_usage, memory.size)})",
+            f"{memory.name}: {plural(stat.tensor_count, 'tensor')},"
+            f" peak {format_bytes(stat.peak_usage)} of {format_bytes(memory.size)} ({percent_used(stat.peak_usage, memory.size)})",
             fontsize=9,
             loc="left",
         )

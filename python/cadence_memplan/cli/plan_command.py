@@ -11,26 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from .._types import OBJECTIVES
+from .._types import OBJECTIVES, Budget
 from ..cadence import LOWERING_DESCRIPTIONS
+from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstream_placer_plans
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import (
-    Comparison,
-    Input,
-    InputPlan,
-    UpstreamPlan,
-    check_plan,
-    compare_with_upstream,
-    load_input,
-    plan_input,
-    resolve_input,
-    upstream_placer_plans,
-)
-from ..stats import TensorTable
+from ..planning import Input, InputPlan, check_plan, load_input, plan_input, resolve_input
+from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
@@ -48,13 +38,13 @@ from .common import (
     warn,
     writing_outputs,
 )
+from .explaining import TensorNames, print_explanation
 from .plot_axes import PLOT_SUFFIXES
 from .printing import (
     Optimality,
-    TensorNames,
     print_best_summary,
     print_comparison,
-    print_explanation,
+    print_kept_traffic,
     print_placer_comparison,
     print_reorder,
     print_report,
@@ -115,7 +105,8 @@ def add_parser(commands: Any) -> None:
         "--explain",
         action="store_true",
         help="explain each memory's peak: the live tensors and the holes at the node where"
-        " its live bytes peak, and the gap between its peak usage and the peak-live bound",
+        " its live bytes peak, and the gap between its peak usage and the peak live of its"
+        " tensors",
     )
     planner.add_argument(
         "--pte",
@@ -129,7 +120,8 @@ def add_parser(commands: Any) -> None:
         help="also plan with upstream's Python placer (models) or cadence_memplan.reference"
         " (CSV, synthetic) and check the placements are identical; with --algo best, plan"
         " with upstream's two placers (as the core reproduces them) and print all three side"
-        " by side",
+        " by side: what each keeps in the first memory, how much more best keeps, each"
+        " memory's peak usage",
     )
     planner.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     planner.add_argument(
@@ -165,7 +157,7 @@ def run(arguments: argparse.Namespace) -> int:
     model_options(arguments, what.is_model)
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
-    budget_ms = budget_from_arguments(arguments)
+    budget = budget_from_arguments(arguments)
     if arguments.reorder and not what.is_model:
         raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if arguments.objective is not None:
@@ -173,8 +165,8 @@ def run(arguments: argparse.Namespace) -> int:
             raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
         if not what.is_model:
             raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
-    ours, upstream, comparison = _plan(arguments, what, memories, budget_ms, progress)
-    same, problem, names = _print(arguments, ours, upstream, comparison, budget_ms)
+    ours, upstream, comparison = _plan(arguments, what, memories, budget, progress)
+    same, problem, names = _print(arguments, ours, upstream, comparison, budget)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
@@ -192,7 +184,7 @@ def _plan(
     arguments: argparse.Namespace,
     what: Input,
     memories: Sequence[Memory],
-    budget_ms: float,
+    budget: Budget,
     progress: Progress,
 ) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
     """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
@@ -209,7 +201,7 @@ def _plan(
             warn(f"{what.path} has a header and no buffers: there is nothing to plan")
         ours = plan_input(
             loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
-            budget_ms=budget_ms if algorithm == "best" else None,
+            budget=budget,
             objective=arguments.objective or "bytes", reorder=arguments.reorder, **options,
         )  # fmt: skip
         upstream: list[UpstreamPlan] = []
@@ -228,7 +220,7 @@ def _print(
     ours: InputPlan,
     upstream: Sequence[UpstreamPlan],
     comparison: Comparison | None,
-    budget_ms: float,
+    budget: Budget,
 ) -> tuple[bool, str | None, TensorNames]:
     """Print the report; return (the comparison agreed, the validator's problem, the
     tensors' names for the outputs)."""
@@ -248,15 +240,30 @@ def _print(
         print(f"lowering: {ours.lowering} ({LOWERING_DESCRIPTIONS[ours.lowering]})")
     if ours.reorder is not None:
         print_reorder(ours.reorder)
+    # The objective's weights are per row: they hold for another plan of the same rows.
+    weights = ours.weights
+    if weights is not None and any(
+        rival.table is not None and list(rival.table.labels) != list(table.labels)
+        for rival in upstream
+    ):
+        weights = None
     if algorithm == "best":
         print_best_summary(
-            table, memories, ours.strategy, ours.placer_seconds, budget_ms,
+            table, memories, ours.strategy, ours.placer_seconds, ours.spent, budget,
             [(rival.algorithm, rival.table) for rival in upstream],
         )  # fmt: skip
+        if weights is not None and not arguments.compare:  # else the table says it
+            print_kept_traffic(
+                table, [(rival.algorithm, rival.table) for rival in upstream], memories, weights
+            )
     same = True
     if arguments.compare and algorithm == "best":
         rivals = [(p.algorithm, p.table, p.seconds or 0.0) for p in upstream if p.table is not None]
-        print_placer_comparison([("best", table, ours.placer_seconds), *rivals], memories)
+        # capacity-first's bound is in the objective's terms: printed only beside them.
+        bound = ours.kept_bound if (weights is None) == (ours.objective == "bytes") else None
+        print_placer_comparison(
+            [("best", table, ours.placer_seconds), *rivals], memories, bound, weights
+        )
     elif comparison is not None:
         same = print_comparison(
             table, comparison.table, ours.placer_seconds, comparison.seconds, comparison.who
@@ -378,7 +385,7 @@ def _write_minimalloc(
         ]
         written.append(
             f"wrote MiniMalloc solution: {path} (memory {memory.name}, capacity"
-            f" {memory.size:,} B: {len(rows):,} tensor(s)"
+            f" {memory.size:,} B: {plural(len(rows), 'tensor')}"
             + (f"; left out: {', '.join(left_out)}" if left_out else "")
             + ")"
         )

@@ -10,14 +10,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis.diff import MemoryChange, PlanDiff
-from ..analysis.explain import MemoryPeak
+from .._types import Budget, SearchSpent
+from ..api import DEFAULT_WORK_BUDGET
 from ..io.memories import Memory
 from ..stats import (
+    IntArray,
+    MemoryStats,
     TensorTable,
     format_bytes,
     memory_stats,
     overall_peak,
+    plural,
     summed_sizes_per_memory,
 )
 
@@ -27,12 +30,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Optimality",
     "format_seconds",
+    "kept_terms",
     "percent_used",
-    "plural",
     "print_best_summary",
     "print_comparison",
-    "print_diff",
-    "print_explanation",
+    "print_indented",
+    "print_kept_traffic",
     "print_placer_comparison",
     "print_reorder",
     "print_report",
@@ -45,15 +48,10 @@ HEADERS = (
     "size (B)",
     "peak usage (B)",
     "used",
-    "peak live, lower bound (B)",
-    "usage / bound",
+    "peak live of its tensors (B)",
+    "usage / peak live",
     "tensors",
 )
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 tensor``, ``2 tensors``, ``1,000 sizes``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -111,11 +109,10 @@ def print_report(
     if node_names is not None and peak_node < len(node_names):
         node += f" ({node_names[peak_node]})"
     shared = int(table.shares_storage.sum())
-    inside = (
-        f"; {shared:,} tensor(s) inside another's storage add no bytes of their own"
-        if shared
-        else ""
-    )
+    inside = ""
+    if shared:
+        verb = "adds no bytes of its own" if shared == 1 else "add no bytes of their own"
+        inside = f"; {plural(shared, 'tensor')} inside another's storage {verb}"
     print(
         f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
         f" all memories together{inside}"
@@ -126,7 +123,7 @@ def print_report(
     if optimality is not None:
         if optimality.lower_bound is None and optimality.kept is not None:
             print(_kept_line(memories[0].name, optimality))
-        print(_optimality_line(optimality, memories[0].name))
+        print(_optimality_line(optimality, memories, stats))
 
 
 class Optimality(NamedTuple):
@@ -160,32 +157,85 @@ def print_reorder(reorder: Reorder) -> None:
     print(f"reorder: lower bound over every legal order {reorder.lower_bound:,} B; {verdict}")
 
 
+# What the traffic objective counts, said where its figures are printed.
+TRAFFIC_TERMS = "each tensor's size x (1 + its readers), the bytes written and read"
+
+
+def kept_terms(objective: str) -> tuple[str, str]:
+    """How a figure of what memory 1 keeps reads: (after the number, in parentheses)."""
+    if objective == "bytes":
+        return "B", "sum of sizes over the run"
+    return "B of traffic", f"{TRAFFIC_TERMS}, summed over the run"
+
+
 def _kept_line(name: str, optimality: Optimality) -> str:
+    """``fast: keeps X B (sum of sizes over the run); at most Y B can be kept there by any
+    plan (98.9%)``: what memory 1 keeps against capacity-first's proved bound."""
     kept, bound = optimality.kept or 0, optimality.kept_bound or 0
     share = f" ({percent_used(kept, bound)})" if bound else ""
-    if optimality.objective == "bytes":
-        return f"{name}: keeps {kept:,} B; at most {bound:,} B can be kept{share}"
+    unit, terms = kept_terms(optimality.objective)
     return (
-        f"{name}: keeps traffic {kept:,} (bytes x (1 + readers)); at most {bound:,} can be"
-        f" kept{share}"
+        f"{name}: keeps {kept:,} {unit} ({terms}); at most {bound:,} {unit} can be kept there"
+        f" by any plan{share}"
     )
 
 
-def _optimality_line(optimality: Optimality, fast: str) -> str:
+def _and_list(names: Sequence[str]) -> str:
+    """``near``, ``near and far``, ``a, b and c``."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _optimality_line(
+    optimality: Optimality, memories: Sequence[Memory], stats: Sequence[MemoryStats]
+) -> str:
+    """What ``best`` proved, in words that hold for every plan of the input: with one
+    memory the bound is on its bufsize; in a hierarchy, on what memory 1 keeps, and with
+    every tensor kept there, on the bufsize of the plans that keep them all there."""
+    fast = memories[0].name
     lower_bound = optimality.lower_bound
+    # A memory that holds no tensor has nothing to prove.
+    others = list(zip(memories[1:], stats[1:], strict=True))
+    held = [memory.name for memory, stat in others if stat.tensor_count]
+    empty = [memory.name for memory, stat in others if not stat.tensor_count]
+    none = ""
+    if empty:
+        none = f"; {_and_list(empty)} {'holds' if len(empty) == 1 else 'hold'} no tensor"
     if lower_bound is None:
         if optimality.kept_bound is None:
             return "optimality: not proved (tensors outside memory 1; no lower bound computed)"
-        if optimality.proved_optimal:
+        if not optimality.proved_optimal:
+            return f"optimality: not proved ({fast} may keep more; see the bound above)"
+        if held:
             return (
                 f"optimality: {fast} proved as full as it can be (no plan keeps more there);"
-                " the other memories are not proved"
+                f" {_and_list(held)} not proved the smallest{none}"
             )
-        return f"optimality: not proved ({fast} may keep more; see the bound above)"
-    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)}) in all memories"
+        if stats[0].peak_usage == stats[0].peak_live_bytes:
+            return (
+                f"optimality: proved optimal: every tensor in {fast}, whose peak usage is the"
+                f" peak live of them all (no plan can use less){none}"
+            )
+        return (
+            f"optimality: every tensor in {fast}, as full as it can be; its peak usage is not"
+            f" proved the smallest{none}"
+        )
+    bound = f"{lower_bound:,} bytes ({format_bytes(lower_bound)})"
+    if len(memories) == 1:
+        if optimality.proved_optimal:
+            return f"optimality: proved optimal, bufsize = lower bound {bound}"
+        return f"optimality: not proved; proved lower bound on the bufsize {bound}"
+    # Nothing lies outside memory 1 (the core sets lower_bound only then): no plan keeps
+    # more there, and the bound holds for the plans that keep every tensor there.
+    every = f"every tensor in {fast} (no plan keeps more there)"
     if optimality.proved_optimal:
-        return f"optimality: proved optimal, total bufsize = lower bound {bound}"
-    return f"optimality: not proved; proved lower bound on the total bufsize {bound}"
+        return (
+            f"optimality: proved optimal: {every}, in {bound}, the least any plan that keeps"
+            f" them all there needs{none}"
+        )
+    return (
+        f"optimality: not proved: {every}; a plan that keeps them all there needs at least"
+        f" {bound}{none}"
+    )
 
 
 def percent_used(usage: int, size: int) -> str:
@@ -196,9 +246,10 @@ def percent_used(usage: int, size: int) -> str:
 
 
 def _ratio(usage: int, bound: int) -> str:
-    """How far a memory's plan is from its peak-live lower bound: ``1.000x`` only when
-    usage equals the bound (optimal). A ratio that three decimals would round to 1.000
-    gets the digits that tell it apart (``1.00006x``), or ``>1.000000x`` beyond six."""
+    """How far a memory's peak usage is from the peak live of its tensors: ``1.000x`` only
+    when they are equal (no gap: no placement of those tensors there uses less). A ratio
+    that three decimals would round to 1.000 gets the digits that tell it apart
+    (``1.00006x``), or ``>1.000000x`` beyond six."""
     if bound <= 0:
         return "-"
     if usage == bound:
@@ -218,34 +269,98 @@ SUM_OF_SIZES_NOTE = (
 
 
 def print_placer_comparison(
-    plans: Sequence[tuple[str, TensorTable, float]], memories: Sequence[Memory]
+    plans: Sequence[tuple[str, TensorTable, float]],
+    memories: Sequence[Memory],
+    kept_bound: int | None = None,
+    weights: IntArray | None = None,
 ) -> None:
-    """For ``--algo best --compare``: each placer's peak usage and sum of tensor sizes per
-    memory, each memory's usage against its peak-live lower bound, the sum of sizes
-    outside memory 1 (what best minimises first), and the time."""
+    """For ``--algo best --compare``, best's plan first: on a hierarchy, what each plan
+    keeps in memory 1 (the sum of its tensors' sizes over the run, what best keeps the
+    most of first; with ``weights``, the traffic objective's weight per row of every
+    plan's table, their traffic first), how much more best keeps, each memory's peak usage
+    and the time, then best's gain in a sentence, against ``kept_bound`` (the most any
+    plan keeps there) when known. With one memory, the peak usage against the peak live,
+    which bounds every plan there, and the time."""
+    count, fast = len(memories), memories[0].name
+    if count == 1:
+        rows = []
+        for name, table, seconds in plans:
+            stat = memory_stats(table, 1)[0]
+            usage = _ratio(stat.peak_usage, stat.peak_live_bytes)
+            rows.append([name, f"{stat.peak_usage:,}", usage, format_seconds(seconds)])
+        print_table(["placer", f"{fast}: peak usage (B)", "usage / peak live", "time"], rows)
+        return
+    kept = [int(summed_sizes_per_memory(table, count)[1]) for _, table, _ in plans]
+    columns = [("kept", kept)]
+    if weights is not None:
+        traffic = [int(summed_sizes_per_memory(table, count, weights)[1]) for _, table, _ in plans]
+        columns.insert(0, ("kept traffic", traffic))
     headers = ["placer"]
-    for memory in memories:
-        headers += [
-            f"{memory.name}: peak usage (B)",
-            f"{memory.name}: sum of sizes (B)",
-            f"{memory.name}: usage / bound",
-        ]
-    headers += [f"outside {memories[0].name}: sum of sizes (B)", "time"]
+    for what, _ in columns:
+        headers += [f"{fast}: {what} (B)", f"best {what.replace('kept', 'keeps more')} (B)"]
+    headers += [f"{memory.name}: peak usage (B)" for memory in memories] + ["time"]
     rows = []
-    for name, table, seconds in plans:
-        stats = memory_stats(table, len(memories))
-        sums = summed_sizes_per_memory(table, len(memories))
+    for index, (name, table, seconds) in enumerate(plans):
         row = [name]
-        for memory_id, stat in enumerate(stats, start=1):
-            row += [
-                f"{stat.peak_usage:,}",
-                f"{int(sums[memory_id]):,}",
-                _ratio(stat.peak_usage, stat.peak_live_bytes),
-            ]
-        row += [f"{int(sums[2:].sum()):,}", format_seconds(seconds)]
-        rows.append(row)
+        for _, values in columns:
+            row += [f"{values[index]:,}", _change((values[index], values[0])) if index else "-"]
+        row += [f"{stat.peak_usage:,}" for stat in memory_stats(table, count)]
+        rows.append([*row, format_seconds(seconds)])
     print_table(headers, rows)
-    print(SUM_OF_SIZES_NOTE)
+    sizes = (
+        f"kept: the sizes of the tensors in {fast} added up over the run (not bytes alive at"
+        " once, which is the peak usage)"
+    )
+    first = "what best keeps the most of first"
+    if weights is None:
+        print(f"{sizes}: {first}")
+    else:
+        print(f"{sizes}; kept traffic: the same sum of {TRAFFIC_TERMS}: {first}")
+    names = [name for name, _, _ in plans]
+    objective = "bytes" if weights is None else "traffic"
+    print("best " + _kept_gains(fast, names, columns[0][1], objective, kept_bound))
+
+
+def print_kept_traffic(
+    table: TensorTable,
+    upstream: Sequence[tuple[str, TensorTable | None]],
+    memories: Sequence[Memory],
+    weights: IntArray,
+) -> None:
+    """``--objective traffic``: the traffic best keeps in memory 1 against each of
+    upstream's plans that fits (``weights``: each row's, the same rows in every plan)."""
+    plans = [("best", table), *((name, plan) for name, plan in upstream if plan is not None)]
+    if len(memories) == 1 or len(plans) == 1:
+        return
+    traffic = [int(summed_sizes_per_memory(plan, len(memories), weights)[1]) for _, plan in plans]
+    names = [name for name, _ in plans]
+    print("best: " + _kept_gains(memories[0].name, names, traffic, "traffic"))
+
+
+def _kept_gains(
+    fast: str,
+    names: Sequence[str],
+    kept: Sequence[int],
+    objective: str,
+    kept_bound: int | None = None,
+) -> str:
+    """``keeps 303,104 B more in fast than position and 317,440 B more than heuristic (sum
+    of sizes over the run); at most ... can be kept there by any plan``: what the first
+    plan keeps in memory 1 against each other plan, in ``objective``'s terms."""
+    unit, terms = kept_terms(objective)
+    gains: list[str] = []
+    for name, value in zip(names[1:], kept[1:], strict=True):
+        more = kept[0] - value
+        than = f"than {name}" if gains else f"in {fast} than {name}"
+        if more:
+            amount = f"{abs(more):,} {unit if not gains else 'B'}"
+            gains.append(f"{amount} {'more' if more > 0 else 'less'} {than}")
+        else:
+            gains.append(f"as much {than.replace('than', 'as')}")
+    bound = ""
+    if kept_bound is not None:
+        bound = f"; at most {kept_bound:,} {unit} can be kept there by any plan"
+    return f"keeps {_and_list(gains)} ({terms}){bound}"
 
 
 def _change(pair: tuple[int, int]) -> str:
@@ -262,26 +377,33 @@ def print_best_summary(
     memories: Sequence[Memory],
     strategy: str | None,
     seconds: float,
-    budget_ms: float,
+    spent: SearchSpent,
+    budget: Budget,
     upstream: Sequence[tuple[str, TensorTable | None]],
 ) -> None:
-    """What ``--algo best`` did: the winning strategy and the time against the budget,
-    whether the plan is one of upstream's placers' (``upstream``: name and plan, position
-    first; None for a placer that does not fit), and each memory's peak usage and sum of
-    sizes against position's plan whenever they differ (best may raise one memory's peak
-    to keep bytes in a faster one)."""
-    budget = format_seconds(budget_ms / 1e3)
+    """What ``--algo best`` did: the winning strategy, the work spent against the budget
+    (and the wall-clock cap, when it ended the search), whether the plan is one of
+    upstream's placers' (``upstream``: name and plan, position first; None for a placer
+    that does not fit), and each memory's peak usage and sum of sizes against position's
+    plan whenever they differ (best may raise one memory's peak to keep bytes in a faster
+    one)."""
     winner = f"the {strategy}" if strategy else "an unnamed strategy"
-    # The core checks its budget between candidate plans, so a search it stopped ends at
-    # or just after the budget; the placer's time also holds reading and writing the plan.
-    if seconds * 1e3 >= budget_ms:
+    allowed = DEFAULT_WORK_BUDGET if budget.work is None else budget.work
+    if spent.cut_short:
         print(
-            f"best: searched for {format_seconds(seconds)}, all of its budget ({budget}; more"
-            f" with --budget MS might find a smaller plan), and kept the plan of {winner}"
+            f"best: stopped by the --budget cap after {format_seconds(seconds)}, and kept the"
+            f" plan of {winner}; this plan depends on the machine's speed and load"
+        )
+    elif spent.budget_exhausted:
+        print(
+            f"best: searched for {format_seconds(seconds)}, its whole budget ({allowed:,} units"
+            f" of work; more with --work N might find a smaller plan), and kept the plan of"
+            f" {winner}"
         )
     else:
         print(
-            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} (budget {budget})"
+            f"best: kept the plan of {winner}, found in {format_seconds(seconds)} ({spent.work:,}"
+            f" of {allowed:,} units of work)"
         )
     for name, plan in upstream:
         if plan is None:
@@ -310,11 +432,13 @@ def print_best_summary(
         )  # fmt: skip
     outside = (int(their_sums[2:].sum()), int(our_sums[2:].sum()))
     print("best against upstream's position placer (mem_algo=0), per memory:")
-    _print_indented(
+    print_indented(
         ["memory", "peak usage: position", "best", "change (B)", "sum of sizes: position",
          "best", "change (B)"],
         rows,
     )  # fmt: skip
+    if count == 1:  # nothing lies outside the one memory: the table says it all
+        return
     kept = outside[0] - outside[1]
     summary = (
         f"{format_bytes(kept)} less outside {memories[0].name}"
@@ -322,7 +446,7 @@ def print_best_summary(
         else "no less outside " + memories[0].name
     )
     trade = f"; it raises the peak usage of {', '.join(raised)}" if raised else ""
-    print(f"best: {summary} than position (sum of sizes){trade}")
+    print(f"best: {summary} than position (sum of sizes over the run){trade}")
 
 
 def first_difference(ours: TensorTable, theirs: TensorTable) -> str | None:
@@ -333,7 +457,8 @@ def first_difference(ours: TensorTable, theirs: TensorTable) -> str | None:
         return None
     i = int(different[0])
     return (
-        f"{different.size} placement(s) differ, first {ours.labels[i]!r}: ours mem_id"
+        f"{plural(different.size, 'placement')} {'differs' if different.size == 1 else 'differ'},"
+        f" first {ours.labels[i]!r}: ours mem_id"
         f" {ours.mem_ids[i]} offset {ours.offsets[i]}, theirs mem_id {theirs.mem_ids[i]}"
         f" offset {theirs.offsets[i]}"
     )
@@ -352,302 +477,16 @@ def print_comparison(
     )
     difference = first_difference(ours, theirs)
     if difference is None:
-        print(f"compare: placements identical ({len(ours):,} tensors)")
+        print(f"compare: placements identical ({plural(len(ours), 'tensor')})")
         return True
     print(f"compare: placements DIFFER: {difference}")
     return False
 
 
-# --------------------------------------------------------------------------- --explain
-
-EXPLAIN_ROWS = 10  # live tensors and holes listed per memory; the rest are summed up
-
-
-def _bytes(count: int, note: str = "") -> str:
-    """``245,760 B (240.0 KiB, note)``; below 1 KiB the bytes once."""
-    notes = [format_bytes(count)] if abs(count) >= 1024 else []
-    notes += [note] if note else []
-    return f"{count:,} B" + (f" ({', '.join(notes)})" if notes else "")
-
-
-def _node(node: int, node_names: Sequence[str] | None) -> str:
-    if node_names is not None and 0 <= node < len(node_names):
-        return f"node {node} ({node_names[node]})"
-    return f"node {node}"
-
-
-class TensorNames:
-    """How the explanation names tensors and lifetimes: models by node, with the node that
-    writes the tensor and its op, inclusive ``[start, end]``; CSV instances by id,
-    half-open ``[lower, upper)`` as the file has."""
-
-    def __init__(
-        self,
-        table: TensorTable,
-        node_names: Sequence[str] | None = None,
-        node_writers: Sequence[tuple[str, str]] | None = None,
-        half_open: bool = False,
-    ) -> None:
-        self.table = table
-        self.half_open = half_open
-        self.node_names = node_names
-        self.writers: dict[str, tuple[str, str]] | None = None
-        if node_names is not None and node_writers is not None:
-            self.writers = dict(zip(node_names, node_writers, strict=True))
-
-    @property
-    def headers(self) -> list[str]:
-        if self.half_open:
-            return ["id"]
-        return ["tensor", "written by", "op"] if self.writers is not None else ["tensor"]
-
-    @property
-    def lifetime_header(self) -> str:
-        return "lifetime [lower, upper)" if self.half_open else "lifetime [start, end]"
-
-    def name(self, row: int) -> str:
-        return str(self.table.labels[row])
-
-    def cells(self, row: int) -> list[str]:
-        """The cells under :attr:`headers`."""
-        if self.writers is None:
-            return [self.name(row)]
-        node = self.name(row).split("[")[0]  # "split[1]": the node's second output
-        return [self.name(row), *self.writers.get(node, ("?", "?"))]
-
-    def writer_rows(self) -> list[tuple[str, str]] | None:
-        """Per row, the node that writes the tensor and its op; None without a model."""
-        if self.writers is None:
-            return None
-        return [(writer, op) for _, writer, op in map(self.cells, range(len(self.table)))]
-
-    def lifetime(self, row: int) -> str:
-        start, end = int(self.table.starts[row]), int(self.table.ends[row])
-        return f"[{start}, {end + 1})" if self.half_open else f"[{start}, {end}]"
-
-    def describe(self, row: int) -> str:
-        """One tensor in a sentence: name (writer: op), bytes, lifetime."""
-        name = f"{self.headers[0]} {self.name(row)}"
-        if self.writers is not None:
-            _, writer, op = self.cells(row)
-            name += f" ({writer}: {op})"
-        offset, size = int(self.table.offsets[row]), int(self.table.sizes[row])
-        return f"{name} at bytes [{offset:,}, {offset + size:,}), alive {self.lifetime(row)}"
-
-
-def print_explanation(
-    explained: Sequence[MemoryPeak], memories: Sequence[Memory], names: TensorNames
-) -> None:
-    """``--explain``: per memory, the live tensors and holes at its live-bytes peak, and
-    the gap between its peak usage and the peak-live lower bound."""
-    table = names.table
-    for peak, memory in zip(explained, memories, strict=True):
-        print()
-        title = f"explain {memory.name} (memory {peak.mem_id})"
-        if not (table.mem_ids == peak.mem_id).any():
-            print(f"{title}: no tensors")
-            continue
-        gap = "no gap, no plan can use less"
-        if peak.gap:
-            gap = f"gap {_bytes(peak.gap, f'{peak.gap / peak.peak_usage:.1%} of the peak usage')}"
-        print(
-            f"{title}: peak usage {_bytes(peak.peak_usage)}, peak-live lower bound"
-            f" {_bytes(peak.peak_live_bytes)}: {gap}"
-        )
-        if peak.peak_node < 0:
-            print("  no tensor of this memory is ever alive")
-            continue
-        live = peak.live_rows
-        print(
-            f"  live bytes peak first at {_node(peak.peak_node, names.node_names)}:"
-            f" {len(live):,} live tensor(s), {_bytes(int(table.sizes[live].sum()))}, largest"
-            " first:"
-        )
-        headers = [*names.headers, "size (B)", "offset", names.lifetime_header]
-        rows = [
-            [
-                *names.cells(row),
-                f"{table.sizes[row]:,}",
-                f"{table.offsets[row]:,}",
-                names.lifetime(row),
-            ]
-            for row in live[:EXPLAIN_ROWS].tolist()
-        ]
-        _print_indented(headers, rows, names=len(names.headers))
-        rest = live[EXPLAIN_ROWS:]
-        if rest.size:
-            print(f"    ... and {rest.size:,} more: {_bytes(int(table.sizes[rest].sum()))}")
-        if not len(peak.hole_sizes):
-            print("  no holes below the peak usage there")
-        else:
-            holes = f"{len(peak.hole_sizes):,} hole(s) below the peak usage there"
-            holes += f", {_bytes(peak.hole_bytes)}"
-            if peak.hole_bytes == peak.gap:
-                holes += ": all of the gap"
-            else:  # only when tensors overlap, i.e. the plan is invalid
-                holes += f", not the gap of {_bytes(peak.gap)}: tensors overlap"
-            print("  " + holes + ":")
-        if len(peak.hole_sizes):
-            largest = np.argsort(-peak.hole_sizes, kind="stable")[:EXPLAIN_ROWS]
-            largest = np.sort(largest)  # listed by offset
-            _print_indented(
-                ["offset", "size (B)"],
-                [
-                    [f"{peak.hole_offsets[i]:,}", f"{peak.hole_sizes[i]:,}"]
-                    for i in largest.tolist()
-                ],
-            )
-            if len(peak.hole_sizes) > EXPLAIN_ROWS:
-                smaller = len(peak.hole_sizes) - EXPLAIN_ROWS
-                print(f"    ... and {smaller:,} smaller hole(s)")
-        for row in peak.top_rows[:3].tolist():
-            print(f"  peak usage reached by {names.describe(row)}")
-        if len(peak.top_rows) > 3:
-            print(f"  ... and {len(peak.top_rows) - 3:,} more tensor(s) ending there")
-
-
-def _print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
+def print_indented(headers: Sequence[str], rows: Sequence[Sequence[str]], names: int = 1) -> None:
     """A table under a heading, indented by four spaces."""
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         print_table(headers, rows, names)
     for line in buffer.getvalue().splitlines():
         print("    " + line)
-
-
-# --------------------------------------------------------------------------- diff
-
-
-def print_diff(
-    difference: PlanDiff, before_name: str, after_name: str, every_tensor: bool = False
-) -> None:
-    """``cadence-memplan diff``: each memory's peak usage and bound in both plans, then
-    the moved tensors summed per pair of memories (``every_tensor``: each one listed, and
-    every tensor with another size or lifetime), and those only one plan has."""
-
-    def delta(pair: tuple[int, int]) -> str:
-        change = pair[1] - pair[0]
-        return f"{change:+,}" if change else "0"
-
-    def memory_name(memory: MemoryChange) -> str:
-        """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
-        names = [m.name for m in (memory.before, memory.after) if m is not None]
-        if not names:  # plan CSVs list no memories
-            return str(memory.mem_id)
-        return names[0] if len(set(names)) == 1 else "/".join(names)
-
-    def side_name(memory: Memory | None, mem_id: int) -> str:
-        return memory.name if memory is not None else f"memory {mem_id}"
-
-    def memory_text(memory: Memory | None) -> str:
-        if memory is None:
-            return "no such memory"
-        base = "" if memory.base_address is None else f", base {hex(memory.base_address)}"
-        return f"{memory.name}: {memory.size:,} B, alignment {memory.alignment}{base}"
-
-    print(f"--- {before_name}: {_count(difference.tensor_counts[0], 'tensor')}")
-    print(f"+++ {after_name}: {_count(difference.tensor_counts[1], 'tensor')}")
-    rows = []
-    for memory in difference.memories:
-        rows.append(
-            [
-                memory_name(memory),
-                f"{memory.peak_usage[0]:,}",
-                f"{memory.peak_usage[1]:,}",
-                delta(memory.peak_usage),
-                f"{memory.peak_live_bytes[0]:,}",
-                f"{memory.peak_live_bytes[1]:,}",
-                delta(memory.peak_live_bytes),
-                f"{memory.tensor_count[0]:,}",
-                f"{memory.tensor_count[1]:,}",
-            ]
-        )
-    print_table(
-        [
-            "memory",
-            "peak usage ---",
-            "+++",
-            "change (B)",
-            "peak live ---",
-            "+++",
-            "change (B)",
-            "tensors ---",
-            "+++",
-        ],
-        rows,
-    )
-    for memory in difference.memories:
-        if memory.before != memory.after:
-            print(
-                f"memory {memory.mem_id} differs: --- {memory_text(memory.before)};"
-                f" +++ {memory_text(memory.after)}"
-            )
-    if difference.identical:
-        print(f"plans identical ({_count(difference.tensor_counts[0], 'tensor')})")
-        return
-    before_names = {m.mem_id: side_name(m.before, m.mem_id) for m in difference.memories}
-    after_names = {m.mem_id: side_name(m.after, m.mem_id) for m in difference.memories}
-    moved = difference.moved
-    resized = [change for change in difference.changed if change.before[2:] != change.after[2:]]
-    moved_bytes = sum(change.after[2] for change in moved)
-    print(
-        f"moved: {_count(len(moved), 'tensor')} changed memory or offset"
-        + (f", {moved_bytes:,} B" if moved else "")
-    )
-    if moved and not every_tensor:
-        _print_indented(
-            ["from", "to", "tensors", "bytes"],
-            [
-                [
-                    before_names[moves.before],
-                    after_names[moves.after]
-                    + (" (offset only)" if moves.before == moves.after else ""),
-                    f"{moves.tensors:,}",
-                    f"{moves.size:,}",
-                ]
-                for moves in difference.moves_by_memory()
-            ],
-            names=2,
-        )
-    if moved and every_tensor:
-        _print_indented(
-            ["tensor", "size (B)", "memory ---", "offset ---", "memory +++", "offset +++"],
-            [
-                [
-                    change.name,
-                    f"{change.after[2]:,}",
-                    before_names[change.before[0]],
-                    f"{change.before[1]:,}",
-                    after_names[change.after[0]],
-                    f"{change.after[1]:,}",
-                ]
-                for change in moved
-            ],
-        )
-    if resized:
-        print(f"resized: {_count(len(resized), 'tensor')} with another size or lifetime")
-    if resized and every_tensor:
-        _print_indented(
-            ["tensor", "size ---", "size +++", "lifetime ---", "lifetime +++"],
-            [
-                [
-                    change.name,
-                    f"{change.before[2]:,}",
-                    f"{change.after[2]:,}",
-                    f"[{change.before[3]}, {change.before[4]}]",
-                    f"[{change.after[3]}, {change.after[4]}]",
-                ]
-                for change in resized
-            ],
-        )
-    for sign, only in (("---", difference.only_before), ("+++", difference.only_after)):
-        if only:
-            shown = ", ".join(only[:EXPLAIN_ROWS]) + (" ..." if len(only) > EXPLAIN_ROWS else "")
-            print(f"only in {sign}: {_count(len(only), 'tensor')}: {shown}")
-    if not every_tensor and (moved or resized):
-        print("every tensor: diff --all")
-
-
-def _count(number: int, noun: str) -> str:
-    """``1 tensor``, ``2 tensors``, ``1,052 tensors``."""
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"

@@ -22,7 +22,7 @@ from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..models import DEFAULT_INPUT
 from ..planning import load_input, resolve_input, sweep_input
-from ..stats import format_bytes
+from ..stats import format_bytes, plural
 from .common import (
     CliError,
     Progress,
@@ -39,7 +39,7 @@ from .common import (
     writing_outputs,
 )
 from .plot_axes import PLOT_SUFFIXES
-from .printing import SUM_OF_SIZES_NOTE, format_seconds, plural, print_table
+from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
 
 def add_parser(commands: Any) -> None:
@@ -95,7 +95,7 @@ def run(arguments: argparse.Namespace) -> int:
         inputs=[what.path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
-    budget_ms = budget_from_arguments(arguments)
+    budget = budget_from_arguments(arguments)
     if arguments.input is None and not model_stack_installed():
         progress("torch/executorch not installed: sweeping the synthetic graph instead")
         what = resolve_input("synthetic")
@@ -124,7 +124,7 @@ def run(arguments: argparse.Namespace) -> int:
         rows = sweep_input(
             loaded, memories, varied, sizes, arguments.algo, lowering=arguments.lowering,
             alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
-            budget_ms=budget_ms if arguments.algo == "best" else None, progress=progress,
+            budget=budget, progress=progress,
             step_done=step_done,
         )  # fmt: skip
         seconds = time.perf_counter() - began

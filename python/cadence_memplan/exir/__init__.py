@@ -12,7 +12,7 @@ submodule arenas placed first, by ``_boundary/control_flow.py``); ``patching.py`
 (``patch_exir``, ``unpatch_exir``) and its runner ``patch.py`` (``python -m
 cadence_memplan.exir.patch``); ``records.py`` (the core's second entry point, numpy and ``_core`` only: record
 dtypes, columns to ``ExirTensor``/``ReuseTensor`` records, ``pack_shared_objects``,
-``check_storage_reuse``). Specs are read and written through ``_boundary/tensorspecs.py``,
+``check_storage_reuse``). Specs are read and written through ``_boundary/tensorspecs/``,
 upstream's private names come from ``_boundary/upstream.py``; nothing here imports
 ``cadence/``.
 """

@@ -4,7 +4,7 @@
 banks and finished plans as structured arrays whose dtypes are the core's own structs
 (``csrc/core/exir/shared_objects.h``: ``ExirTensor``, ``Bank``, ``ReuseTensor``), so their
 fields are listed only there. It imports numpy and the extension, never torch: the
-TensorSpecs are read into int64 columns by ``_boundary/tensorspecs.py``, and the columns
+TensorSpecs are read into int64 columns by ``_boundary/tensorspecs/``, and the columns
 become records here (:func:`exir_tensor_records`, :func:`reuse_tensor_records`).
 """
 

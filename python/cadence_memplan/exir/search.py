@@ -51,8 +51,8 @@ from .._boundary.tensorspecs import (
     restore_alignments,
     saved_alignments,
 )
-from .._types import PlanningError
-from .._validation import check_budget_ms
+from .._types import Budget, PlanningError
+from .._validation import check_budget_ms, check_work_budget
 from . import records
 from .planners import ExirSpecs, exir_greedy, pack_exir_specs, raise_storage_error, read_exir
 
@@ -124,10 +124,10 @@ def _search_memory(
     ends: npt.NDArray[np.int64],
     sizes: npt.NDArray[np.int64],
     alignment: int,
-    budget_ms: float,
-) -> tuple[npt.NDArray[np.int64], int] | None:
-    """The core's best plan of one memory's roots: (offsets in the arena, arena size), or
-    None where the core cannot take the instance (greedy's plan then stands)."""
+    budget: Budget,
+) -> tuple[npt.NDArray[np.int64], int, int] | None:
+    """The core's best plan of one memory's roots: (offsets in the arena, arena size, work
+    spent), or None where the core cannot take the instance (greedy's plan then stands)."""
     shift = min(int(starts.min()), int(ends.min()), 0)
     capacity = max(1, int(sizes.sum()))  # first fit never needs more than all of them
     if max(int(starts.max()), int(ends.max())) - shift >= TIME_LIMIT or capacity > BYTE_LIMIT:
@@ -140,11 +140,12 @@ def _search_memory(
             [capacity],
             [alignment],
             algorithm="best",
-            budget_ms=budget_ms,
+            work_budget=budget.work,
+            budget_ms=budget.ms,
         )
     except (PlanningError, ValueError):
         return None
-    return plan.offsets, int(plan.bufsizes[1])
+    return plan.offsets, int(plan.bufsizes[1]), plan.work
 
 
 class _Replanned(NamedTuple):
@@ -163,9 +164,12 @@ def _smaller_plan(
     alignment: int,
     extra_padding: int,
     input_sizes: npt.NDArray[np.int64],
+    work_budget: int,
     budget_ms: float,
 ) -> _Replanned:
-    """Greedy's packing with each memory the search packs smaller replaced by its plan."""
+    """Greedy's packing with each memory the search packs smaller replaced by its plan: the
+    memories in order of their ids, each with the work the ones before it left."""
+    work_left = work_budget
     deadline = time.perf_counter() + budget_ms / 1000
     sizes = -(-read.tensors["nbytes"] // alignment) * alignment  # allocated_memory, realigned
     bases = read.tensors["base"]
@@ -183,11 +187,13 @@ def _smaller_plan(
         members = owners[packing.mem_ids[owners] == mem_id]
         remaining_ms = max(0.0, (deadline - time.perf_counter()) * 1000)
         found = _search_memory(
-            starts[members], ends[members], sizes[members], alignment, remaining_ms
-        )
+            starts[members], ends[members], sizes[members], alignment,
+            Budget(work_left, remaining_ms),
+        )  # fmt: skip
         if found is None:
             continue
-        arena_offsets, arena = found
+        arena_offsets, arena, work = found
+        work_left = max(0, work_left - work)
         bufsize = start + arena + extra_padding
         if bufsize >= bufsizes[mem_id]:
             continue  # greedy's plan wins a tie
@@ -238,7 +244,8 @@ def best(
     graph_signature: Any,
     extra_padding: int = 0,
     *,
-    budget_ms: float = api.DEFAULT_BUDGET_MS,
+    work_budget: int | None = None,
+    budget_ms: float | None = None,
 ) -> MemoryAlgoResult:
     """An exir memory planning algorithm (the signature of exir's ``greedy``; returns its
     ``MemoryAlgoResult``) whose total bufsize is never larger than exir's ``greedy``'s on
@@ -249,15 +256,17 @@ def best(
     ``mem_id``s, places a storage-backed spec at its ``storage_base_offset`` inside its
     base, starts each memory after the submodules' ``input_mem_buffer_sizes`` and adds
     ``extra_padding`` to each. Specs the int64 arrays cannot carry exactly are planned
-    by exir's own ``greedy``. ``budget_ms`` caps the search over all memories (see
+    by exir's own ``greedy``. ``work_budget`` (None: the default) is the work of the search
+    over all memories, ``budget_ms`` an optional wall-clock cap on it (see
     :func:`cadence_memplan.plan`). Every plan keeps lifetime-overlapping allocations
     apart within one arena; exir's ``allow_overlapping_allocations=False`` has no
     counterpart here (plan with ``greedy`` for that).
 
     Raises TypeError or ValueError for a bad ``alignment``, ``extra_padding`` or
-    ``budget_ms``, and exir's ``InternalError`` for storage_base chains exir refuses,
-    before any spec is changed."""
-    budget = check_budget_ms(budget_ms)
+    ``work_budget`` or ``budget_ms``, and exir's ``InternalError`` for storage_base chains
+    exir refuses, before any spec is changed."""
+    work = check_work_budget(work_budget, api.DEFAULT_WORK_BUDGET)
+    cap = check_budget_ms(budget_ms)
     alignment = _integer("alignment", alignment, 1)
     extra_padding = _integer("extra_padding", extra_padding, 0)
     spec_list = list(specs)
@@ -284,7 +293,7 @@ def best(
     if packing.error:
         _raise_untouched(spec_list, read, packing)
     greedy_bufsizes = packing.bufsizes.tolist()
-    replanned = _smaller_plan(read, packing, alignment, extra_padding, submodule_sizes, budget)
+    replanned = _smaller_plan(read, packing, alignment, extra_padding, submodule_sizes, work, cap)
     realign(spec_list, packing.final_alignment)
     with gc_paused():
         result = exir_result(read.specs, replanned)

@@ -1,5 +1,5 @@
-"""Files in and out: MiniMalloc CSV instances and solutions, plan files, Chrome traces,
-memory hierarchies.
+"""Files in and out: MiniMalloc CSV instances and solutions, plan files, size reports,
+Chrome traces, memory hierarchies.
 
 Plain Python and numpy; errors are ValueError naming the file, line or option.
 """
@@ -12,6 +12,7 @@ from .minimalloc import (
     write_minimalloc_solution,
 )
 from .plans import PlanFile, plan_schema, read_plan, read_plan_file, write_plan
+from .sizes import size_document, size_schema, write_size
 from .trace import trace_events, write_trace
 
 __all__ = [
@@ -27,8 +28,11 @@ __all__ = [
     "read_minimalloc_csv",
     "read_plan",
     "read_plan_file",
+    "size_document",
+    "size_schema",
     "trace_events",
     "write_minimalloc_solution",
     "write_plan",
+    "write_size",
     "write_trace",
 ]

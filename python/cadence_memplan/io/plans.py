@@ -9,8 +9,8 @@ the CSV in a comment line before its header (``# ...``), the JSON in its key
 
 JSON (version 3, described by the JSON Schema ``plan.schema.json`` shipped next to this
 module, :func:`plan_schema`) also records the input's name, the algorithm, the timings
-(seconds), each memory (name, size, alignment, base address, peak usage, peak-live lower
-bound, tensor count) and per tensor its absolute ``address`` (the memory's base address
+(seconds), each memory (name, size, alignment, base address, peak usage, peak live of
+its tensors, tensor count) and per tensor its absolute ``address`` (the memory's base address
 + offset; null when the memory has no base address) and ``shares_storage`` (it lies
 inside another tensor's storage on purpose, see ``TensorTable.shares_storage``).
 :func:`read_plan` reads that JSON and the CSV, with or without its comment line.

@@ -10,8 +10,8 @@ process named after it, sorted fastest first, holding:
   the node that writes it and that node's op;
 * a counter track ``live`` (``"ph": "C"``, one value ``bytes``) of the bytes of live
   tensors, sampled only where it changes. Tensors that lie inside another's storage on
-  purpose (``TensorTable.shares_storage``) are left out of it, as from the peak-live lower
-  bound, so its maximum is the report's "peak live, lower bound".
+  purpose (``TensorTable.shares_storage``) are left out of it, as from the peak live, so
+  its maximum is the report's "peak live of its tensors".
 
 Viewers draw the complete events of one thread as a stack and expect them to nest, so
 tensors whose lifetimes overlap go on different threads (lanes): each tensor takes the

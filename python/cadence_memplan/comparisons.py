@@ -1,0 +1,132 @@
+"""The same input planned by upstream's placers: what ``best`` changed
+(:func:`upstream_placer_plans`: upstream's two placers as the core reproduces them) and
+``--compare`` (:func:`compare_with_upstream`: upstream's own Python code). Imports torch
+and executorch only for models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._types import UPSTREAM_ALGORITHMS
+from .io.memories import Memory
+from .planning import DoesNotFit, InputPlan, LoadedInput, Progress, plan_arrays, plan_input, quiet
+from .stats import TensorTable
+
+__all__ = ["Comparison", "UpstreamPlan", "compare_with_upstream", "upstream_placer_plans"]
+
+
+@dataclass(frozen=True)
+class UpstreamPlan:
+    """An input planned by one of upstream's placers (as the core reproduces it):
+    ``table`` is None when it does not fit; ``seconds`` the placer's time, when timed."""
+
+    algorithm: str
+    table: TensorTable | None
+    seconds: float | None = None
+
+
+def upstream_placer_plans(
+    loaded: LoadedInput,
+    memories: Sequence[Memory],
+    *,
+    alloc_inputs: bool = True,
+    alloc_outputs: bool = True,
+    timed: bool = False,
+    progress: Progress | None = None,
+) -> list[UpstreamPlan]:
+    """The input planned with each of upstream's placers (``position``, ``heuristic``),
+    to show what ``best`` changed. A model's are replayed on one lowering, or with
+    ``timed``, each a whole ``to_executorch`` (so its placer is timed); empty for a model
+    whose graph cannot be replayed (control flow)."""
+    progress = progress or quiet
+    plans = []
+    if not loaded.input.is_model:
+        for algorithm in UPSTREAM_ALGORITHMS:
+            try:
+                table, seconds, _ = plan_arrays(loaded, memories, algorithm)
+            except DoesNotFit:
+                plans.append(UpstreamPlan(algorithm, None))
+            else:
+                plans.append(UpstreamPlan(algorithm, table, seconds))
+        return plans
+    if timed:
+        for algorithm in UPSTREAM_ALGORITHMS:
+            progress(f"planning again with upstream's {algorithm} placer")
+            try:
+                rival = plan_input(
+                    loaded, memories, algorithm, lowering=loaded.lowering,
+                    alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
+                )  # fmt: skip
+            except DoesNotFit:
+                plans.append(UpstreamPlan(algorithm, None))
+            else:
+                plans.append(UpstreamPlan(algorithm, rival.table, rival.placer_seconds))
+        return plans
+    from .cadence.sweep import PLANNING_FAILURES, Replanner
+
+    progress("planning again with upstream's two placers, to show what best changed")
+    try:
+        replanner = Replanner(
+            loaded.edge_copy(), memories, "position", alloc_inputs, alloc_outputs,
+            lowering=loaded.lowering,
+        )  # fmt: skip
+    except ValueError as error:  # a graph with control flow: planned more than once
+        progress(f"not compared with upstream's placers: {error}")
+        return []
+    for algorithm in UPSTREAM_ALGORITHMS:
+        try:
+            plans.append(UpstreamPlan(algorithm, replanner.plan(memories, algorithm)))
+        except PLANNING_FAILURES:
+            plans.append(UpstreamPlan(algorithm, None))
+    return plans
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The same input planned by upstream's Python code: for a model, upstream's
+    ``CadenceMemoryPlanning`` (``same_program``: are the serialized programs identical);
+    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None)."""
+
+    who: str
+    table: TensorTable
+    seconds: float
+    same_program: bool | None
+
+
+def compare_with_upstream(
+    ours: InputPlan,
+    loaded: LoadedInput,
+    *,
+    alloc_inputs: bool = True,
+    alloc_outputs: bool = True,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Plan ``loaded`` again as ``ours`` was planned, with upstream's Python placer."""
+    progress = progress or quiet
+    if not loaded.input.is_model:
+        from . import reference
+
+        progress("planning again with cadence_memplan.reference (--compare)")
+        table, seconds, _ = plan_arrays(
+            loaded, ours.memories, ours.algorithm, placer=reference.plan
+        )
+        return Comparison("cadence_memplan.reference", table, seconds, None)
+    from executorch.backends.cadence.aot.memory_planning import (
+        CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
+    )
+
+    from .cadence.lowering import lower_and_plan
+
+    progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
+    theirs = lower_and_plan(
+        loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, ours.algorithm,
+        alloc_inputs, alloc_outputs, "upstream Python", lowering=loaded.lowering,
+    )  # fmt: skip
+    return Comparison(
+        "upstream's CadenceMemoryPlanning",
+        theirs.table,
+        theirs.timings["placer (upstream Python)"],
+        theirs.program.buffer == ours.program.buffer,
+    )

@@ -1,0 +1,77 @@
+"""The JSON that ``cadence-memplan size --json FILE`` writes: how much of memory 1 an input
+needs (:class:`cadence_memplan.sizing.Sizing`), described by the JSON Schema
+``size.schema.json`` shipped next to this module (:func:`size_schema`).
+
+Every figure is a function of the input and the options (no timings), so the same command
+writes the same file on every run, unless a wall-clock cap (``--budget``) was given:
+``depends_on_machine`` then says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .outputs import write_whole
+
+if TYPE_CHECKING:
+    from ..sizing import MemorySizing, Sizing
+
+__all__ = ["SIZE_FORMAT", "SIZE_VERSION", "size_document", "size_schema", "write_size"]
+
+SIZE_FORMAT = "cadence-memplan size"
+SIZE_VERSION = 1
+_SCHEMA_PATH = Path(__file__).with_name("size.schema.json")
+
+
+def size_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the document :func:`write_size` writes."""
+    schema: dict[str, Any] = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+def size_document(sizing: Sizing) -> dict[str, Any]:
+    """``sizing`` as the JSON document (a dict of plain values)."""
+    return {
+        "format": SIZE_FORMAT,
+        "version": SIZE_VERSION,
+        "input": sizing.input.label,
+        "lowering": sizing.lowering,
+        "objective": sizing.objective,
+        "work": sizing.work,
+        "work_budget": sizing.budget.work,
+        "budget_ms": sizing.budget.ms,
+        "depends_on_machine": sizing.budget.ms is not None,
+        "other_memories": [
+            {"name": memory.name, "size": memory.size, "alignment": memory.alignment}
+            for memory in sizing.memories[len(sizing.sized) :]
+        ],
+        "memories": [_sized_memory(sized) for sized in sizing.sized],
+    }
+
+
+def _sized_memory(sized: MemorySizing) -> dict[str, Any]:
+    memory = sized.memory
+    return {
+        "name": memory.name,
+        "alignment": memory.alignment,
+        "all_fit_from": sized.all_fit_from,
+        "proved": sized.proved,
+        "lower_bound": sized.lower_bound,
+        "total": sized.total,
+        "curve": [
+            {"capacity": point.capacity, "kept": point.kept, "kept_bound": point.kept_bound}
+            for point in sized.curve
+        ],
+        "curve_ends": sized.curve_ends,
+        "lowest_tried": sized.lowest_tried,
+    }
+
+
+def write_size(path: str | os.PathLike[str], sizing: Sizing) -> None:
+    """Write :func:`size_document` as JSON, whole or not at all."""
+    text = json.dumps(size_document(sizing), indent=1) + "\n"
+    with write_whole(path) as partial:
+        partial.write_text(text, encoding="utf-8")

@@ -1,0 +1,396 @@
+"""How much fast memory an input needs: what ``cadence-memplan size`` reports.
+
+:func:`size_input` answers for memory 1, the fastest, with ``best``, every other memory
+as given:
+
+* ``all_fit_from``, the smallest size of memory 1 at which every tensor allowed there
+  fits. Planned with room for all of them (memory 1 at least their aligned sizes added
+  up), ``best`` keeps them all there and minimises memory 1's bufsize by its exact search,
+  which also proves a lower bound (else the aligned peak live of those tensors bounds it).
+* Below it, the curve of the most memory 1 keeps (the sizes of its tensors summed over the
+  run, or with ``objective="traffic"`` on a model, their traffic) against its size, with
+  capacity-first's proved ``kept_bound`` at each point. The points are where the answer
+  changes, found from the top down, not a grid: a plan at size ``c`` whose memory 1 ends
+  at ``u <= c`` holds at every size from ``u`` to ``c``, so the next size asked is ``u``
+  less the alignment. A point reads "from this size up to the next point's, memory 1
+  keeps ``kept``, and no plan keeps more than ``kept_bound``".
+
+The curve is made monotone, as the truth is: a plan found at a smaller size holds at a
+larger one, and a bound proved at a larger size holds below it. A point equal to the one
+above it (the next larger size) is dropped, so that each remaining point sits at the
+smallest size known to keep its amount. A plan below ``all_fit_from`` that keeps every
+tensor lowers ``all_fit_from``; a bound below the total raises its lower bound.
+
+The budget is ``best``'s work, split across the steps: half for ``all_fit_from``, then
+what is left evenly over the points still to plan, so the answer is a function of the
+input and the options, the same on every run. A wall-clock cap (``Budget.ms``) is split
+the same way, and then the answer may depend on the machine (``Sizing.cut_short``).
+
+A model is lowered once, as ``plan`` lowers it, and each size replays only its memory
+planning (:func:`~cadence_memplan.planning.replanner`, as ``sweep`` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._types import DEFAULT_BUDGET, Budget, Objective
+from ._validation import is_integer
+from .api import DEFAULT_WORK_BUDGET
+from .io.memories import Memory
+from .model_planning import model_failures, replanner
+from .planning import (
+    DoesNotFit,
+    Input,
+    InvalidPlan,
+    LoadedInput,
+    check_plan,
+    load_input,
+    plan_input,
+)
+from .stats import TensorTable, format_bytes, peak_live_bytes
+
+__all__ = [
+    "CURVE_ENDS",
+    "DEFAULT_POINTS",
+    "CurvePoint",
+    "MemorySizing",
+    "PlanAtSize",
+    "Sizing",
+    "memory_sizing",
+    "size_input",
+]
+
+#: How many sizes below ``all_fit_from`` are planned at most, by default.
+DEFAULT_POINTS = 32
+# Of the work budget, the share of the plan with room for every tensor (all_fit_from).
+_ALL_FIT_SHARE = 0.5
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """From ``capacity`` bytes of memory 1 up to the next point's (or ``all_fit_from``),
+    a plan keeps ``kept`` there (bytes summed over the run, or traffic), and no plan keeps
+    more than ``kept_bound`` (None: no bound, for a model whose planner is called more
+    than once)."""
+
+    capacity: int
+    kept: int
+    kept_bound: int | None
+
+    @property
+    def proved(self) -> bool:
+        return self.kept == self.kept_bound
+
+
+# Why a curve stops where it does.
+CURVE_ENDS = ("complete", "points", "no plan", "one memory")
+
+
+@dataclass(frozen=True)
+class MemorySizing:
+    """One memory sized: ``all_fit_from`` (every tensor allowed there fits from this size
+    up), ``lower_bound`` (no smaller size holds them all), ``proved`` (the two are equal),
+    ``total`` (what it keeps from ``all_fit_from`` up: every tensor allowed there, in the
+    curve's terms), the ``curve`` below ``all_fit_from`` (largest size first), and why the
+    curve ends (``curve_ends``, one of :data:`CURVE_ENDS`): it went down to where memory 1
+    keeps nothing ("complete"), to the number of points asked for ("points"), to a size
+    where best found no plan that places every tensor ("no plan"), or there is no other
+    memory ("one memory"); ``lowest_tried`` is the smallest size planned (None: none)."""
+
+    memory: Memory
+    all_fit_from: int
+    lower_bound: int
+    total: int
+    curve: tuple[CurvePoint, ...]
+    curve_ends: str
+    lowest_tried: int | None
+
+    @property
+    def proved(self) -> bool:
+        return self.lower_bound >= self.all_fit_from
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
+    memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
+    the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
+    step: the answer may change from run to run), ``seconds`` the time it took."""
+
+    input: Input
+    memories: tuple[Memory, ...]
+    lowering: str | None
+    objective: Objective
+    sized: tuple[MemorySizing, ...]
+    budget: Budget
+    work: int
+    cut_short: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PlanAtSize:
+    """What one plan of the input at a size of memory 1 (``capacity``) says: memory 1's
+    bufsize (``used``), the aligned peak live of its tensors, what it keeps and
+    capacity-first's bound on what any plan keeps there (None: none), ``best``'s lower
+    bound on memory 1's bufsize when every tensor allowed there is kept (None: none), and
+    the work it spent."""
+
+    capacity: int
+    used: int  # memory 1's bufsize: the aligned end of its highest tensor
+    peak_live: int  # the aligned peak live of memory 1's tensors
+    kept: int
+    kept_bound: int | None
+    lower_bound: int | None  # on memory 1's bufsize, when every tensor allowed there is kept
+    work: int
+    cut_short: bool
+
+
+# Plans the input with memory 1 of a given size, within a budget; raises DoesNotFit.
+_Planner = Callable[[int, Budget], PlanAtSize]
+
+
+def _align_up(count: int, alignment: int) -> int:
+    return -(-count // alignment) * alignment
+
+
+def _memory1_figures(table: TensorTable, alignment: int) -> tuple[int, int]:
+    """Memory 1's bufsize in a plan (the aligned end of its highest tensor), and the
+    aligned peak live of its tensors: no plan that keeps them all there uses less."""
+    in_memory1 = table.mem_ids == 1
+    if not in_memory1.any():
+        return 0, 0
+    ends = table.offsets[in_memory1] + table.sizes[in_memory1]
+    own = in_memory1 & ~table.shares_storage
+    live = peak_live_bytes(
+        table.starts[own], table.ends[own], _aligned_sizes(table.sizes[own], alignment)
+    )
+    return _align_up(int(ends.max()), alignment), live
+
+
+def _with_memory1(memories: Sequence[Memory], capacity: int) -> list[Memory]:
+    return [dataclasses.replace(memories[0], size=capacity), *memories[1:]]
+
+
+def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
+    """The plan, when the validator accepts it (as sweep's); else :class:`InvalidPlan`."""
+    problem = check_plan(table, memories)
+    if problem is not None:
+        at = ", ".join(format_bytes(memory.size) for memory in memories)
+        raise InvalidPlan(f"the plan at {at} is invalid: {problem}")
+    return table
+
+
+def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
+    memory = memories[0]
+    alignment = memory.alignment
+
+    def probe(capacity: int, budget: Budget) -> PlanAtSize:
+        config = _with_memory1(memories, capacity)
+        planned = plan_input(loaded, config, "best", lowering=loaded.lowering, budget=budget)
+        table = _checked(planned.table, config)
+        kept = int(table.sizes[table.mem_ids == 1].sum(dtype=object))
+        return PlanAtSize(
+            capacity, *_memory1_figures(table, alignment), kept, planned.kept_bound,
+            planned.lower_bound, planned.spent.work, planned.spent.cut_short,
+        )  # fmt: skip
+
+    return probe
+
+
+def _model_prober(
+    loaded: LoadedInput,
+    memories: Sequence[Memory],
+    objective: Objective,
+    alloc_inputs: bool,
+    alloc_outputs: bool,
+    progress: Progress,
+) -> tuple[_Planner, int]:
+    """The prober of a model lowered once, and the room that holds all of its tensors."""
+    progress("lowering once with to_executorch")
+    # The one to_executorch: first fit, the cheapest placer; every size replays best.
+    replayed = replanner(
+        loaded, memories, "position", alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
+        objective=objective, purpose="size",
+    )  # fmt: skip
+    memory = memories[0]
+    alignment = memory.alignment
+    specs = replayed.planned_specs
+    room = max(int(_aligned_sizes(specs.sizes, alignment).sum()), alignment)
+
+    def probe(capacity: int, budget: Budget) -> PlanAtSize:
+        config = _with_memory1(memories, capacity)
+        with model_failures():
+            table = _checked(replayed.plan(config, "best", budget), config)
+        placer = replayed.last_placer
+        result = placer.last_result
+        if placer.calls == 1 and result is not None:
+            kept, kept_bound = placer.last_kept, result.kept_bound
+            lower_bound = result.lower_bound
+            if lower_bound is not None:  # on the total bufsize: the others hold only
+                lower_bound -= int(np.asarray(result.bufsizes)[2:].sum())  # pinned tensors
+        else:  # no one call's bound covers the program
+            weights = table.sizes if objective == "bytes" else specs.traffic()
+            own = (table.mem_ids == 1) & ~table.shares_storage
+            kept, kept_bound, lower_bound = int(weights[own].sum(dtype=object)), None, None
+        return PlanAtSize(
+            capacity, *_memory1_figures(table, alignment), kept, kept_bound, lower_bound,
+            placer.spent.work, placer.spent.cut_short,
+        )  # fmt: skip
+
+    return probe, room
+
+
+def _aligned_sizes(sizes: Any, alignment: int) -> Any:
+    return -(-np.asarray(sizes, dtype=np.int64) // alignment) * alignment
+
+
+class _Spending:
+    """The budget of the whole sizing, handed out step by step (module docstring)."""
+
+    def __init__(self, budget: Budget, steps: int) -> None:
+        self.work = DEFAULT_WORK_BUDGET if budget.work is None else budget.work
+        self.ms = budget.ms
+        self.steps_left = steps
+        self.spent = 0
+        self.cut_short = False
+        self.began = time.perf_counter()
+
+    def next(self, share: float | None = None) -> Budget:
+        """The next step's budget: ``share`` of what is left, or its even part."""
+        part = share if share is not None else 1 / max(self.steps_left, 1)
+        self.steps_left -= share is None
+        work = max(0, int((self.work - self.spent) * part))
+        if self.ms is None:
+            return Budget(work, None)
+        elapsed = (time.perf_counter() - self.began) * 1000
+        return Budget(work, max(0.0, (self.ms - elapsed) * part))
+
+    def charge(self, probe: PlanAtSize) -> None:
+        self.spent += probe.work
+        self.cut_short |= probe.cut_short
+
+
+def size_input(
+    source: str | os.PathLike[str] | Input | LoadedInput,
+    memories: Sequence[Memory],
+    *,
+    lowering: str,
+    points: int = DEFAULT_POINTS,
+    budget: Budget = DEFAULT_BUDGET,
+    objective: Objective = "bytes",
+    alloc_inputs: bool = True,
+    alloc_outputs: bool = True,
+    progress: Progress | None = None,
+) -> Sizing:
+    """Size memory 1 of ``memories`` for an input (a name, a path, or one
+    :func:`~cadence_memplan.planning.load_input` returned): ``all_fit_from``, its lower
+    bound, and at most ``points`` points of the curve below it (module docstring). Only
+    memory 1's name and alignment are read; the other memories are planned as given.
+    ``budget`` is ``best``'s for the whole sizing; ``objective`` ("traffic": models only)
+    the curve's terms; ``lowering``, ``alloc_inputs`` and ``alloc_outputs`` as for
+    :func:`~cadence_memplan.planning.plan_input`. Raises ValueError for bad options,
+    :class:`~cadence_memplan.planning.DoesNotFit` when the input fits in no plan even
+    with room for every tensor in memory 1, and
+    :class:`~cadence_memplan.planning.InvalidPlan` when the validator refuses a plan."""
+    if not is_integer(points) or points < 0:
+        raise ValueError(f"points must be a whole number >= 0, got {points!r}")
+    progress = progress or (lambda _: None)
+    began = time.perf_counter()
+    memories = tuple(memories)
+    loaded = source if isinstance(source, LoadedInput) else None
+    if loaded is None:
+        loaded = load_input(source, lowering=lowering, progress=progress)  # type: ignore[arg-type]
+    if objective != "bytes" and not loaded.input.is_model:
+        raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
+    memory = memories[0]  # the memory sized
+    if loaded.input.is_model:
+        probe, room = _model_prober(
+            loaded, memories, objective, alloc_inputs, alloc_outputs, progress
+        )
+    else:
+        probe = _arrays_prober(loaded, memories)
+        sizes = loaded.arrays()[2]
+        room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
+    spending = _Spending(budget, points)
+    progress(f"planning with room for every tensor in {memory.name} ({format_bytes(room)})")
+    everything = probe(room, spending.next(_ALL_FIT_SHARE))
+    spending.charge(everything)
+    probes: list[PlanAtSize] = []
+    ends = "one memory" if len(memories) == 1 else "complete"
+    capacity = everything.used - memory.alignment
+    while ends == "complete" and capacity >= 1:
+        if len(probes) == points:
+            ends = "points"
+            break
+        if len(probes) % 8 == 0:
+            progress(
+                f"planning with {memory.name} = {capacity:,} B ({len(probes) + 1} of at most {points})"
+            )
+        try:
+            probes.append(probe(capacity, spending.next()))
+        except DoesNotFit:
+            ends = "no plan"
+            break
+        spending.charge(probes[-1])
+        capacity = min(probes[-1].used, capacity) - memory.alignment
+    lowest = probes[-1].capacity if probes else None
+    if ends == "no plan":
+        lowest = capacity
+    sized = memory_sizing(memory, everything, probes, ends, lowest)
+    return Sizing(
+        loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
+        (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
+        time.perf_counter() - began,
+    )  # fmt: skip
+
+
+def memory_sizing(
+    memory: Memory,
+    everything: PlanAtSize,
+    probes: Sequence[PlanAtSize],
+    ends: str,
+    lowest: int | None,
+) -> MemorySizing:
+    """``memory`` sized from its plans (module docstring): ``everything`` with room
+    for every tensor, ``probes`` below that, largest size first; ``ends`` and ``lowest``
+    as :class:`MemorySizing` has them. ``all_fit_from`` is the least bufsize of a plan
+    that keeps every tensor, its lower bound the largest of best's, the peak live of
+    those tensors and the sizes where a bound proved that not all of them fit; the curve
+    is made monotone and each run of equal points kept at its smallest size."""
+    alignment = memory.alignment
+    total = everything.kept
+    all_fit_from = min([everything.used, *(p.used for p in probes if p.kept >= total)])
+    bounds = [_align_up(everything.lower_bound or 0, alignment), everything.peak_live]
+    # A bound below the total at size c: not every tensor fits there.
+    bounds += [
+        (probe.capacity // alignment + 1) * alignment
+        for probe in probes
+        if probe.kept_bound is not None and probe.kept_bound < total
+    ]
+    lower_bound = max(bounds)
+    curve: list[CurvePoint] = []
+    bound: int | None = None
+    for index, probe in enumerate(probes):
+        # Largest size first: a bound proved above holds here, a plan found below too.
+        if probe.kept_bound is not None:
+            bound = probe.kept_bound if bound is None else min(bound, probe.kept_bound)
+        if probe.used >= all_fit_from:
+            continue
+        kept = max(other.kept for other in probes[index:])
+        point = CurvePoint(probe.used, kept, bound)
+        if curve and (curve[-1].kept, curve[-1].kept_bound) == (point.kept, point.kept_bound):
+            curve[-1] = point  # the same answer from a smaller size up
+        else:
+            curve.append(point)
+    return MemorySizing(memory, all_fit_from, lower_bound, total, tuple(curve), ends, lowest)
