@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 from cases import random_schedule_problem
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import cadence_memplan
@@ -76,8 +76,22 @@ def problems(draw: st.DrawFn) -> dict:
     }
 
 
+# Found by hypothesis: an input nobody reads is alive at the first step, so the source
+# (unit 2) that takes it from unit 0's step belongs first, not just before its reader.
+SOURCE_BEFORE_AN_UNREAD_INPUT = {
+    "num_units": 4,
+    "edges": np.array([[0, 1], [0, 3], [1, 3], [2, 3]], dtype=np.int64),
+    "buffer_sizes": [16, 0, 0, 16, 8],
+    "buffer_producers": [-1, 0, 0, 0, 2],
+    "buffer_user_offsets": [0, 0, 0, 0, 0, 1],
+    "buffer_users": [3],
+    "buffer_live_to_end": np.zeros(5, dtype=np.bool_),
+}
+
+
 @settings(max_examples=300, deadline=None)
 @given(problems())
+@example(SOURCE_BEFORE_AN_UNREAD_INPUT)
 def test_schedule_finds_the_best_legal_order(problem: dict) -> None:
     orders = legal_orders(problem)
     best = min(peak_of(problem, order) for order in orders)

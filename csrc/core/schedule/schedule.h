@@ -29,7 +29,8 @@
 //   * a unit that allocates nothing runs as soon as it is ready (it only
 //     frees: a copy_ write-back, a view);
 //   * a unit that reads no buffer and allocates bytes everyone reads later (a
-//     weight's transpose) runs just before its first reader.
+//     weight's transpose) runs just before its first reader, unless it may
+//     run first and some input nobody reads is alive at the first step.
 #pragma once
 
 #include <chrono>

@@ -178,13 +178,17 @@ UnitGraph UnitGraph::Build(const ScheduleProblem& problem) {
     // or kept after its first successor, so its own step is never the peak.
     // A deferred source's predecessors are not deferred, so that they run on
     // their own (the given order puts them first, so this loop sees them).
+    // One exception: the inputs nobody reads are alive at the first step,
+    // whichever unit runs there, so a source that may run first does free
+    // something (it takes them away from a heavier unit); it is not deferred.
     bool after_deferred = false;
     for (const int32_t* q = graph.preds.begin(u); q != graph.preds.end(u); ++q) {
       after_deferred |= graph.deferred_source[*q] != 0;
     }
+    const bool may_run_first = graph.preds.size(u) == 0;
     graph.deferred_source[u] = graph.inputs.size(u) == 0 && graph.out_all[u] > 0 &&
                                graph.out_kept[u] == graph.out_all[u] && graph.succs.size(u) > 0 &&
-                               !after_deferred;
+                               !after_deferred && !(may_run_first && graph.first_step_only > 0);
   }
   std::vector<std::pair<int32_t, int32_t>> deferred;
   for (UnitIndex u = 0; u < n; ++u) {

@@ -190,6 +190,27 @@ void CheckSourcesMoveDown() {
   CHECK(result.proved_optimal);
 }
 
+// An input nobody reads is alive at the first step, whichever unit runs
+// there. Here the source (unit 2) belongs first: there it carries the unread
+// input with its own 8 bytes (24), where deferring it would put the unread
+// input beside unit 0's 16 bytes (32). Found by hypothesis.
+void CheckSourceTakesTheUnreadInput() {
+  memplan_test::SetContext("source before an unread input");
+  ScheduleProblem problem;
+  problem.units = 4;
+  problem.edges = {{0, 1}, {0, 3}, {1, 3}, {2, 3}};
+  problem.buffers = {
+      {kBeforeProgram, 16, {}, false},  // an input nobody reads
+      {0, 16, {}, false},               // read by nobody: alive at unit 0's step
+      {2, 8, {3}, false},               // the source's output
+  };
+  const ScheduleResult result = Schedule(problem, Budget(1 << 20));
+  CHECK_EQ(result.given_peak_live, Size{32});
+  CHECK_EQ(result.peak_live, Size{24});
+  CHECK(result.order == std::vector<UnitIndex>({2, 0, 1, 3}));
+  CHECK(result.proved_optimal);
+}
+
 // Two heavy branches that share an input and join: whichever runs first
 // leaves its output alive during the other's heavy step. No single unit's
 // bound sees it (each branch may run after the other); the pair's cut does,
@@ -302,6 +323,7 @@ int main() {
   CheckAgainstBruteForce();
   CheckWriteBacksMoveUp();
   CheckSourcesMoveDown();
+  CheckSourceTakesTheUnreadInput();
   CheckPairBoundProves();
   CheckBadInput();
   CheckBudgetsAndInterrupts();
