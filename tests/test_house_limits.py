@@ -193,8 +193,9 @@ ROOT_MODULE = "__init__"  # the package's own module, in the graphs
 
 def module_names(package: Path) -> dict[str, Path]:
     """Every module of ``package`` by its dotted name inside it (``cadence.lowering``;
-    a package by its own name, ``cadence``; the root's ``__init__`` as ``""``); a
-    compiled module by its stub (``_core.pyi``)."""
+    a package by its own name, ``cadence``; the root's ``__init__`` as ``""``, which
+    :func:`import_graph` names :data:`ROOT_MODULE`); a compiled module by its stub
+    (``_core.pyi``)."""
     names = {}
     for path in sorted([*package.rglob("*.py"), *package.rglob("*.pyi")]):
         parts = list(path.relative_to(package).with_suffix("").parts)
