@@ -43,6 +43,7 @@ from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
 from cadence_memplan.cadence.sweep import PLANNING_FAILURES, Replanner
 from cadence_memplan.io import DEFAULT_MEMORY_SPEC, Memory, parse_memory_spec
 from cadence_memplan.models import build_model
+from cadence_memplan.request import PlanningOptions
 from cadence_memplan.stats import TensorTable
 
 __all__ = ["main"]
@@ -94,7 +95,8 @@ def main() -> None:
     memories = configs(arguments.sizes)
 
     start = time.perf_counter()
-    replanner = Replanner(copy.deepcopy(edge), memories[-1], "position", lowering="exir")
+    options = PlanningOptions("position", lowering="exir")
+    replanner = Replanner(copy.deepcopy(edge), memories[-1], options)
     print(f"Replanner: to_executorch once: {time.perf_counter() - start:.2f} s")
     start = time.perf_counter()
     tables = replan_all(replanner, memories)
@@ -119,9 +121,7 @@ def main() -> None:
         for index in sample:
             start = time.perf_counter()
             try:
-                whole = lower_and_plan(
-                    copy.deepcopy(edge), planner, memories[index], "position", lowering="exir"
-                )
+                whole = lower_and_plan(copy.deepcopy(edge), planner, memories[index], options)
             except PLANNING_FAILURES:
                 seconds += time.perf_counter() - start
                 if tables[index] is not None:

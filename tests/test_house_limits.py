@@ -8,6 +8,7 @@ nothing."""
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -114,3 +115,237 @@ def test_the_checks_catch_what_breaks_them(tmp_path: Path) -> None:
     big_class = "class Big:\n" + "    x = 1\n" * 300
     assert long_classes(big_class, MAX_CLASS_LINES) == {"Big": 301}
     assert long_classes("class Small:\n" + "    x = 1\n" * 299, MAX_CLASS_LINES) == {}
+
+
+MAX_FUNCTION_LINES = 80
+PACKAGE_SOURCE = ROOT / "python" / "cadence_memplan"
+
+
+def code_lines(source: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The lines of ``function`` (decorators aside) that hold code: docstrings (its own
+    and those of what it defines), blank lines and lines holding only a comment are not
+    counted."""
+    lines = source.splitlines()[function.lineno - 1 : function.end_lineno]
+    skipped: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = node.body[0]
+            if ast.get_docstring(node, clean=False) is not None:
+                skipped.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return sum(
+        1
+        for number, line in enumerate(lines, start=function.lineno)
+        if number not in skipped and line.strip() and not line.strip().startswith("#")
+    )
+
+
+def long_functions(source: str, limit: int) -> dict[str, int]:
+    """Each function or method of ``source`` with more than ``limit`` lines of code
+    (:func:`code_lines`), by its qualified name (``Class.method``, ``outer.inner``)."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if (
+                    not isinstance(child, ast.ClassDef)
+                    and (count := code_lines(source, child)) > limit
+                ):
+                    found[name] = count
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_no_python_function_in_the_package_is_over_80_lines() -> None:
+    offenders = {}
+    modules = sorted(PACKAGE_SOURCE.rglob("*.py"))
+    assert len(modules) > 50, "the package's source was not found"
+    for path in modules:
+        for name, count in long_functions(
+            path.read_text(encoding="utf-8"), MAX_FUNCTION_LINES
+        ).items():
+            offenders[f"{path.relative_to(ROOT).as_posix()}:{name}"] = count
+    assert offenders == {}
+
+
+def test_the_function_check_catches_a_long_function() -> None:
+    body = "".join(f"    x{k} = {k}\n" for k in range(81))
+    docstring = '    """One line,\n\n    and more."""\n'
+    comments = "    # a comment\n\n" * 30
+    long_one = f"def long() -> None:\n{docstring}{comments}{body}"
+    assert long_functions(long_one, MAX_FUNCTION_LINES) == {"long": 82}
+    in_class = "class A:\n" + textwrap.indent(long_one, "    ")
+    assert long_functions(in_class, MAX_FUNCTION_LINES) == {"A.long": 82}
+    nested = "def outer() -> None:\n" + textwrap.indent(long_one, "    ")
+    assert long_functions(nested, MAX_FUNCTION_LINES) == {"outer": 83, "outer.long": 82}
+    exactly = "".join(f"    x{k} = {k}\n" for k in range(79))  # with its def, 80 lines
+    short = "def short() -> None:\n" + docstring + comments + exactly
+    assert long_functions(short, MAX_FUNCTION_LINES) == {}
+
+
+ROOT_MODULE = "__init__"  # the package's own module, in the graphs
+
+
+def module_names(package: Path) -> dict[str, Path]:
+    """Every module of ``package`` by its dotted name inside it (``cadence.lowering``;
+    a package by its own name, ``cadence``; the root's ``__init__`` as ``""``, which
+    :func:`import_graph` names :data:`ROOT_MODULE`); a compiled module by its stub
+    (``_core.pyi``)."""
+    names = {}
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.pyi")]):
+        parts = list(path.relative_to(package).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.setdefault(".".join(parts), path)
+    return names
+
+
+def _imported(node: ast.Import | ast.ImportFrom, here: list[str], package: str) -> list[str]:
+    """The dotted names (inside the package) a statement in the module ``here`` (its
+    package's parts) imports from, each name of ``from x import a, b`` as ``x.a``, ``x.b``
+    (the caller keeps those that are modules, else ``x``)."""
+    if isinstance(node, ast.Import):
+        return [
+            ".".join(alias.name.split(".")[1:])
+            for alias in node.names
+            if alias.name.split(".")[0] == package
+        ]
+    if node.level == 0:
+        parts = (node.module or "").split(".")
+        if parts[0] != package:
+            return []
+        base = parts[1:]
+    else:
+        base = here[: len(here) - (node.level - 1)] + (
+            node.module.split(".") if node.module else []
+        )
+    return [".".join([*base, alias.name]) for alias in node.names] + [".".join(base)]
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module to the modules it imports, at module level or inside a function alike
+    (``from x import a``: ``x.a`` when that is a module, else ``x``)."""
+    modules = module_names(package)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        parts = name.split(".") if name else []
+        here = parts if path.name == "__init__.py" else parts[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            targets = _imported(node, here, package.name)
+            if isinstance(node, ast.ImportFrom):
+                named = [target for target in targets[:-1] if target in modules]
+                if len(named) < len(targets) - 1:  # some names are the module's own
+                    named.append(targets[-1])
+                targets = named
+            graph[name].update(target for target in targets if target in modules)
+        graph[name].discard(name)
+    return {
+        name or ROOT_MODULE: {target or ROOT_MODULE for target in targets}
+        for name, targets in graph.items()
+    }
+
+
+def component_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same edges between components: a subpackage, or a module at the root."""
+
+    def component(module: str) -> str:
+        return module.split(".")[0]
+
+    components: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        edges = components.setdefault(component(module), set())
+        edges.update(component(target) for target in targets)
+    for name, edges in components.items():
+        edges.discard(name)
+    return components
+
+
+def loops(graph: dict[str, set[str]]) -> list[str]:
+    """Each strongly connected part of ``graph`` with more than one node, named by its
+    members and one cycle through them (Tarjan's components, then a walk inside one)."""
+    return [f"{', '.join(part)}: {' -> '.join(cycle)}" for part, cycle in cycles(graph)]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[list[str], list[str]]]:
+    """Each strongly connected part of ``graph`` with more than one node (sorted), and
+    one cycle through its first, as a path ``[a, b, ..., a]``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    parts: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                member = stack.pop()
+                part.append(member)
+                if member == node:
+                    break
+            if len(part) > 1:
+                parts.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    found = []
+    for part in parts:
+        members = set(part)
+        path, seen = [part[0]], {part[0]}
+        while True:
+            step = sorted(graph[path[-1]] & members)
+            back = part[0] if part[0] in step else None
+            if back is not None and len(path) > 1:
+                found.append((part, [*path, back]))
+                break
+            fresh = [target for target in step if target not in seen]
+            if not fresh:  # a cycle through part[0] that this greedy walk missed
+                found.append((part, [*part, part[0]]))
+                break
+            path.append(fresh[0])
+            seen.add(fresh[0])
+    return found
+
+
+def test_no_import_loop_between_modules_or_components() -> None:
+    graph = import_graph(PACKAGE_SOURCE)
+    assert len(graph) > 50, "the package's modules were not found"
+    assert sum(map(len, graph.values())) > 100, "no imports were found"
+    assert loops(graph) == []
+    assert loops(component_graph(graph)) == []
+
+
+def test_the_loop_check_catches_a_loop(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "sub" / "__init__.py").write_text("VALUE = 1\n", encoding="utf-8")
+    (package / "sub" / "low.py").write_text("from . import VALUE\n", encoding="utf-8")
+    (package / "top.py").write_text("from .sub.low import VALUE\n", encoding="utf-8")
+    (package / "sub" / "high.py").write_text(
+        "def late() -> None:\n    from ..top import VALUE\n", encoding="utf-8"
+    )
+    graph = import_graph(package)
+    assert graph["sub.low"] == {"sub"}
+    assert graph["top"] == {"sub.low"}
+    assert cycles(graph) == []  # modules: no loop; components sub and top: one
+    assert loops(component_graph(graph)) == ["sub, top: sub -> top -> sub"]
+    (package / "sub" / "low.py").write_text("import pkg.sub.high\n", encoding="utf-8")
+    assert loops(import_graph(package)) == [
+        "sub.high, sub.low, top: sub.high -> top -> sub.low -> sub.high"
+    ]

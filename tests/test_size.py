@@ -25,6 +25,7 @@ import cadence_memplan
 from cadence_memplan._types import Budget
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv, size_document, size_schema
 from cadence_memplan.planning import Input, LoadedInput
+from cadence_memplan.request import PlanningOptions
 from cadence_memplan.sizing import (
     CurvePoint,
     PlanAtSize,
@@ -33,6 +34,8 @@ from cadence_memplan.sizing import (
     size_input,
 )
 from cadence_memplan.stats import peak_live_bytes
+
+BEST = PlanningOptions("best")  # size plans with best, Cadence's lowering for models
 
 UNBOUNDED = 1 << 20
 
@@ -142,7 +145,7 @@ def test_curve_is_exactly_the_breakpoints_of_the_most_kept(seed: int) -> None:
     can keep changes, each with that most, proved."""
     starts, ends, sizes, alignment = random_instance(seed)
     memories = parse_memory_spec(f"fast=1KiB:{alignment},slow={UNBOUNDED}:8")
-    sizing = size_input(arrays_input(starts, ends, sizes), memories, lowering="cadence", points=100)
+    sizing = size_input(arrays_input(starts, ends, sizes), memories, BEST, points=100)
     (sized,) = sizing.sized
     least, most_kept = most_kept_by_brute_force(starts, ends, sizes, alignment)
     assert (sized.all_fit_from, sized.lower_bound, sized.proved) == (least, least, True)
@@ -168,7 +171,7 @@ def test_curve_holds_against_brute_force_with_little_work(seed: int) -> None:
     starts, ends, sizes, alignment = random_instance(100 + seed, (5, 6))
     memories = parse_memory_spec(f"fast=1KiB:{alignment},slow={UNBOUNDED}:8")
     loaded = arrays_input(starts, ends, sizes)
-    sizing = size_input(loaded, memories, lowering="cadence", budget=Budget(work=0), points=100)
+    sizing = size_input(loaded, memories, BEST.replace(work=0), points=100)
     (sized,) = sizing.sized
     least, most_kept = most_kept_by_brute_force(starts, ends, sizes, alignment)
     assert sized.lower_bound <= least <= sized.all_fit_from
@@ -202,9 +205,7 @@ def test_all_fit_from_is_best_alone_with_room_for_everything(seed: int) -> None:
     work = 20_000
     memories = parse_memory_spec(f"fast=1KiB:{alignment},slow=1GiB:64")
     loaded = arrays_input(starts, ends, sizes)
-    (sized,) = size_input(
-        loaded, memories, lowering="cadence", budget=Budget(work=work), points=0
-    ).sized
+    (sized,) = size_input(loaded, memories, BEST.replace(work=work), points=0).sized
     room = int(sum(align_up(int(size), alignment) for size in sizes))
     alone = cadence_memplan.plan(
         starts, ends, sizes, [room], [alignment], algorithm="best", work_budget=work // 2
@@ -223,7 +224,7 @@ def test_challenging_instances_fit_in_their_capacity(path: Path) -> None:
     instance = read_minimalloc_csv(path)
     loaded = arrays_input(instance.starts, instance.ends, instance.sizes, path.name)
     memories = parse_memory_spec("fast=2MiB:1,far=64MiB:1")
-    (sized,) = size_input(loaded, memories, lowering="cadence", points=1).sized
+    (sized,) = size_input(loaded, memories, BEST, points=1).sized
     alone = cadence_memplan.plan(
         instance.starts, instance.ends, instance.sizes, [sized.all_fit_from], [1],
         algorithm="best",
@@ -283,7 +284,7 @@ def test_the_sizing_is_the_same_on_every_run() -> None:
     memories = parse_memory_spec("fast=1KiB:64,slow=1GiB:64")
     documents = [
         size_document(size_input(arrays_input(starts, ends, sizes), memories,
-                                 lowering="cadence", budget=Budget(work=30_000), points=6))
+                                 BEST.replace(work=30_000), points=6))
         for _ in range(2)
     ]  # fmt: skip
     assert documents[0] == documents[1]
@@ -505,14 +506,14 @@ def test_model_all_fit_from_keeps_every_tensor_in_a_whole_lowering(objective: st
 
     loaded = load_input("cnn", lowering="cadence")
     memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=1MiB:64")
-    sizing = size_input(loaded, memories, lowering="cadence", points=3, objective=objective)
+    sizing = size_input(loaded, memories, BEST.replace(objective=objective), points=3)
     (sized,) = sizing.sized
     assert sized.curve
     assert_curve_shape(sizing)
 
     def plan_at_size(capacity: int):
         config = [dataclasses.replace(memories[0], size=capacity), *memories[1:]]
-        return plan_input(loaded, config, "best", lowering="cadence", objective=objective)
+        return plan_input(loaded, config, BEST.replace(objective=objective))
 
     whole = plan_at_size(sized.all_fit_from)
     assert (whole.table.mem_ids == 1).all()

@@ -28,6 +28,7 @@ from cadence_memplan.analysis.sweep import (
     sweep_table,
 )
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv
+from cadence_memplan.request import PlanningOptions
 
 # Position-based first fit places the largest tensor first. While memory 1 is smaller
 # than A, B and C (never alive together) share it: 12 bytes. From 10 bytes A takes it,
@@ -108,7 +109,9 @@ def test_rows_match_direct_plans(tmp_path: Path, algorithm: str) -> None:
     instance = read_minimalloc_csv(write(tmp_path, "small.csv", SWEEP_CSV))
     memories = parse_memory_spec("fast=1KiB:16,near=3KiB:16,far=4KiB:16")
     sizes = parse_sweep_sizes("64:9KiB:23")
-    planner = arrays_planner(instance.starts, instance.ends, instance.sizes, algorithm)
+    planner = arrays_planner(
+        instance.starts, instance.ends, instance.sizes, PlanningOptions(algorithm)
+    )
     rows = sweep(planner, memories, 1, sizes)
     assert [row.size for row in rows] == sizes
     fitted = 0
@@ -141,7 +144,7 @@ def test_rows_match_direct_plans(tmp_path: Path, algorithm: str) -> None:
 def test_moves_against_growth_found_where_built(tmp_path: Path) -> None:
     instance = read_minimalloc_csv(write(tmp_path, "against.csv", AGAINST_GROWTH_CSV))
     memories = parse_memory_spec(AGAINST_GROWTH_MEMORIES)
-    planner = arrays_planner(instance.starts, instance.ends, instance.sizes, "position")
+    planner = arrays_planner(instance.starts, instance.ends, instance.sizes, PlanningOptions())
     rows = sweep(planner, memories, 0, list(range(6, 13)))
     assert [row.tensor_bytes[0] for row in rows] == [12, 12, 12, 12, 10, 10, 10]
     notes = moves_against_growth(rows, memories, 0)
@@ -298,15 +301,14 @@ def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
     model, inputs = build_model("cnn", image=8)
     edge = to_edge(torch.export.export(model, inputs, strict=False))
     base = parse_memory_spec("fast=4KiB:16,near=8KiB:64")
-    replanner = Replanner(copy.deepcopy(edge), base, "heuristic", lowering="exir")
+    options = PlanningOptions("heuristic", lowering="exir")
+    replanner = Replanner(copy.deepcopy(edge), base, options)
     checked = failed = 0
     sharing = False
     for fast, near in ((1024, 8192), (256, 256), (2048, 8192), (4096, 8192), (8192, 8192)):
         memories = parse_memory_spec(f"fast={fast}:16,near={near}:64")
         try:
-            whole = lower_and_plan(
-                copy.deepcopy(edge), CadenceMemoryPlanning, memories, "heuristic", lowering="exir"
-            )
+            whole = lower_and_plan(copy.deepcopy(edge), CadenceMemoryPlanning, memories, options)
         except MemoryPlanningAlgoFailure:
             with pytest.raises(PLANNING_FAILURES):
                 replanner.plan(memories)
@@ -354,13 +356,13 @@ def test_model_sweep_rows_equal_plan_at_each_size(algorithm: str) -> None:
     loaded = load_input("cnn", lowering="cadence")
     memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=64KiB:64")
     sizes = parse_sweep_sizes("4KiB:64KiB:5")
-    rows = sweep_input(loaded, memories, 0, sizes, algorithm, lowering="cadence")
+    rows = sweep_input(loaded, memories, 0, sizes, PlanningOptions(algorithm))
     assert [row.size for row in rows] == sizes
     fitting = 0
     for row in rows:
         config = [dataclasses.replace(memories[0], size=row.size), *memories[1:]]
         try:
-            planned = plan_input(loaded, config, algorithm, lowering="cadence")
+            planned = plan_input(loaded, config, PlanningOptions(algorithm))
         except DoesNotFit:
             assert not row.fits, row
             continue

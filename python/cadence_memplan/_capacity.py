@@ -142,29 +142,7 @@ def plan_capacity_first(
     none). ``may_use_memory1`` marks the tensors allowed in memory 1; ``weights`` (the
     sizes, unless the caller gave others) is what a tensor kept there is worth. Raises what
     ``core_plan`` raises; ImportError when highspy is missing."""
-    budget = _Budget(work_budget, budget_ms)
-
-    def plan_core(chosen: IntArray, share: float = 1.0) -> _core.PlanOutput:
-        output = core_plan(chosen, budget.left(share), budget.left_ms(share))
-        budget.charge(output.work, output.cut_short)
-        return output
-
-    def solve(**options: object) -> Selection | None:
-        selection = selector.solve(
-            budget.left(_SOLVE_SHARE), time_limit_s=budget.left_ms(_SOLVE_SHARE) / 1000,
-            **options,  # type: ignore[arg-type]
-        )  # fmt: skip
-        if selection is not None:
-            budget.charge(selection.work, selection.cut_short)
-        return selection
-
-    def finish(output: _core.PlanOutput, bound: int) -> CapacityPlan:
-        spills = bool((sizes[np.asarray(output.mem_ids) != 1] > 0).any())
-        full = spills and _kept(output, weights) >= bound
-        exhausted = budget.ran_out or (output.budget_exhausted and not full)
-        spent = SearchSpent(budget.spent, exhausted, budget.cut_short)
-        return CapacityPlan(output, bound, full, spent)
-
+    search = _Search(core_plan, _Budget(work_budget, budget_ms), sizes, weights)
     placed_mem_ids = np.asarray(preplaced.mem_ids, dtype=np.int64)
     in_memory1 = placed_mem_ids == 1
     capacity, alignment = int(memory_sizes[0]), int(memory_alignments[0])
@@ -177,8 +155,8 @@ def plan_capacity_first(
     if not in_memory1.any() and peak_units <= capacity // alignment:
         # Nothing can be over memory 1 at any instant: everything allowed may fit, which
         # the core's fit first asks; nothing less than all of it is proved.
-        output = plan_core(no_selection)
-        return finish(output, _bound_after_core(total, output, total, lightest))
+        output = search.plan_core(no_selection)
+        return search.finish(output, _bound_after_core(total, output, total, lightest))
     selector = CapacitySelection(
         starts,
         ends,
@@ -194,21 +172,79 @@ def plan_capacity_first(
     )
     _, nonzeros = selector.model_size()
     first = None
-    if nonzeros // NONZEROS_PER_WORK <= budget.left(_SOLVE_SHARE):
-        first = solve()
+    if nonzeros // NONZEROS_PER_WORK <= search.budget.left(_SOLVE_SHARE):
+        first = search.solve(selector)
     if first is None or first.value == total:
         # The program would take more than its share of the budget to build (HiGHS does
         # not stop while it builds), or keeps everything: the core alone, with the bound
         # that needs no solver where the program gave none.
-        output = plan_core(no_selection)
+        output = search.plan_core(no_selection)
         bound = (
             _live_bytes_bound(starts, ends, sizes, weights, may_use_memory1, capacity)
             if first is None
             else first.bound
         )
-        return finish(output, _bound_after_core(bound, output, total, lightest))
+        return search.finish(output, _bound_after_core(bound, output, total, lightest))
+    best = _best_of_choices(
+        search, selector, first, may_use_memory1, capacity, len(memory_sizes), total
+    )
+    if best is None:  # No choice was planned (a solve found none): the core alone.
+        best = search.plan_core(no_selection)
+    proved = total if selector.bound is None else selector.bound
+    return search.finish(best, _bound_after_core(proved, best, total, lightest))
 
-    memory_count = len(memory_sizes)
+
+class _Search:
+    """What the steps of :func:`plan_capacity_first` share: the budget, spent by the
+    core's plans (``core_plan``) and the program's solves, and what a plan is worth."""
+
+    def __init__(
+        self, core_plan: CorePlan, budget: _Budget, sizes: IntArray, weights: IntArray
+    ) -> None:
+        self.core_plan = core_plan
+        self.budget = budget
+        self.sizes = sizes
+        self.weights = weights
+
+    def plan_core(self, chosen: IntArray, share: float = 1.0) -> _core.PlanOutput:
+        """The core's plan keeping ``chosen`` in memory 1, on ``share`` of what is left."""
+        output = self.core_plan(chosen, self.budget.left(share), self.budget.left_ms(share))
+        self.budget.charge(output.work, output.cut_short)
+        return output
+
+    def solve(self, selector: CapacitySelection, **options: object) -> Selection | None:
+        """The program solved on its share of what is left (None: no choice found)."""
+        selection = selector.solve(
+            self.budget.left(_SOLVE_SHARE),
+            time_limit_s=self.budget.left_ms(_SOLVE_SHARE) / 1000,
+            **options,  # type: ignore[arg-type]
+        )
+        if selection is not None:
+            self.budget.charge(selection.work, selection.cut_short)
+        return selection
+
+    def finish(self, output: _core.PlanOutput, bound: int) -> CapacityPlan:
+        """The plan with its bound, whether memory 1 keeps it, and what all cost."""
+        spills = bool((self.sizes[np.asarray(output.mem_ids) != 1] > 0).any())
+        full = spills and _kept(output, self.weights) >= bound
+        exhausted = self.budget.ran_out or (output.budget_exhausted and not full)
+        spent = SearchSpent(self.budget.spent, exhausted, self.budget.cut_short)
+        return CapacityPlan(output, bound, full, spent)
+
+
+def _best_of_choices(
+    search: _Search,
+    selector: CapacitySelection,
+    first: Selection,
+    may_use_memory1: npt.NDArray[np.bool_],
+    capacity: int,
+    memory_count: int,
+    total: int,
+) -> _core.PlanOutput | None:
+    """The program's choices planned by the core, from ``first``, each next one cut off,
+    solved again or given slack (module docstring) until memory 1 keeps its bound or the
+    budget ends; the best plan (None: no choice was planned)."""
+    budget, weights = search.budget, search.weights
     best: _core.PlanOutput | None = None
     best_cost: tuple[int, ...] = ()
     selection: Selection | None = first
@@ -223,12 +259,12 @@ def plan_capacity_first(
             slack *= _SLACK
             if slack < _MIN_SLACK:
                 break
-            selection = solve(capacity=int(capacity * slack), start=start)
+            selection = search.solve(selector, capacity=int(capacity * slack), start=start)
             continue
         tried.add(chosen.tobytes())
         # Half of what is left: a choice the search cannot pack with that leaves room for
         # one with slack.
-        output = plan_core(chosen, _ROUND_SHARE)
+        output = search.plan_core(chosen, _ROUND_SHARE)
         cost = _outside_costs(output, weights, memory_count)
         if best is None or cost < best_cost:
             best, best_cost = output, cost
@@ -243,16 +279,13 @@ def plan_capacity_first(
         # easily.
         if output.selection_fit == "does not fit":
             selector.forbid_together(chosen)
-            selection = solve(start=start)
+            selection = search.solve(selector, start=start)
         elif output.selection_fit == "fits":
-            selection = solve(start=start)
+            selection = search.solve(selector, start=start)
         else:
             slack *= _SLACK
-            selection = solve(capacity=int(capacity * slack), start=start)
-    if best is None:  # No choice was planned (a solve found none): the core alone.
-        best = plan_core(no_selection)
-    proved = total if selector.bound is None else selector.bound
-    return finish(best, _bound_after_core(proved, best, total, lightest))
+            selection = search.solve(selector, capacity=int(capacity * slack), start=start)
+    return best
 
 
 def _kept(output: _core.PlanOutput, weights: IntArray) -> int:

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._types import UPSTREAM_ALGORITHMS
-from .io.memories import Memory
-from .planning import DoesNotFit, InputPlan, LoadedInput, Progress, plan_arrays, plan_input, quiet
+from .planning import plan_arrays, plan_input
+from .request import Memory, PlanningOptions
+from .request.inputs import DoesNotFit, InputPlan, LoadedInput, Progress, quiet
 from .stats import TensorTable
 
 __all__ = ["Comparison", "UpstreamPlan", "compare_with_upstream", "upstream_placer_plans"]
@@ -30,54 +31,64 @@ class UpstreamPlan:
 def upstream_placer_plans(
     loaded: LoadedInput,
     memories: Sequence[Memory],
+    options: PlanningOptions,
     *,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
     timed: bool = False,
     progress: Progress | None = None,
 ) -> list[UpstreamPlan]:
     """The input planned with each of upstream's placers (``position``, ``heuristic``),
-    to show what ``best`` changed. A model's are replayed on one lowering, or with
-    ``timed``, each a whole ``to_executorch`` (so its placer is timed); empty for a model
-    whose graph cannot be replayed (control flow)."""
+    to show what ``best`` changed (``options`` are ``best``'s: each placer takes what
+    applies to it). A model's are replayed on one lowering, or with ``timed``, each a
+    whole ``to_executorch`` (so its placer is timed); empty for a model whose graph
+    cannot be replayed (control flow)."""
     progress = progress or quiet
-    plans = []
+    options = options.replace(reorder=False)  # upstream's placers plan the given order
     if not loaded.input.is_model:
-        for algorithm in UPSTREAM_ALGORITHMS:
-            try:
-                table, seconds, _ = plan_arrays(loaded, memories, algorithm)
-            except DoesNotFit:
-                plans.append(UpstreamPlan(algorithm, None))
-            else:
-                plans.append(UpstreamPlan(algorithm, table, seconds))
-        return plans
+        return [
+            _arrays_plan(loaded, memories, options.for_placer(algorithm))
+            for algorithm in UPSTREAM_ALGORITHMS
+        ]
     if timed:
+        plans = []
         for algorithm in UPSTREAM_ALGORITHMS:
             progress(f"planning again with upstream's {algorithm} placer")
             try:
-                rival = plan_input(
-                    loaded, memories, algorithm, lowering=loaded.lowering,
-                    alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-                )  # fmt: skip
+                rival = plan_input(loaded, memories, options.for_placer(algorithm))
             except DoesNotFit:
                 plans.append(UpstreamPlan(algorithm, None))
             else:
                 plans.append(UpstreamPlan(algorithm, rival.table, rival.placer_seconds))
         return plans
+    return _replayed_plans(loaded, memories, options, progress)
+
+
+def _arrays_plan(
+    loaded: LoadedInput, memories: Sequence[Memory], options: PlanningOptions
+) -> UpstreamPlan:
+    try:
+        table, seconds, _ = plan_arrays(loaded, memories, options)
+    except DoesNotFit:
+        return UpstreamPlan(options.algorithm, None)
+    return UpstreamPlan(options.algorithm, table, seconds)
+
+
+def _replayed_plans(
+    loaded: LoadedInput, memories: Sequence[Memory], options: PlanningOptions, progress: Progress
+) -> list[UpstreamPlan]:
+    """Upstream's placers replayed on one lowering (made with the first of them)."""
     from .cadence.sweep import PLANNING_FAILURES, Replanner
 
     progress("planning again with upstream's two placers, to show what best changed")
     try:
-        replanner = Replanner(
-            loaded.edge_copy(), memories, "position", alloc_inputs, alloc_outputs,
-            lowering=loaded.lowering,
-        )  # fmt: skip
+        replanner = Replanner(loaded.edge_copy(), memories, options.for_placer("position"))
     except ValueError as error:  # a graph with control flow: planned more than once
         progress(f"not compared with upstream's placers: {error}")
         return []
+    plans = []
     for algorithm in UPSTREAM_ALGORITHMS:
         try:
-            plans.append(UpstreamPlan(algorithm, replanner.plan(memories, algorithm)))
+            table = replanner.plan(memories, options.for_placer(algorithm))
+            plans.append(UpstreamPlan(algorithm, table))
         except PLANNING_FAILURES:
             plans.append(UpstreamPlan(algorithm, None))
     return plans
@@ -98,20 +109,19 @@ class Comparison:
 def compare_with_upstream(
     ours: InputPlan,
     loaded: LoadedInput,
+    options: PlanningOptions,
     *,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
     progress: Progress | None = None,
 ) -> Comparison:
-    """Plan ``loaded`` again as ``ours`` was planned, with upstream's Python placer."""
+    """Plan ``loaded`` again as ``ours`` was planned (with ``options``, an upstream
+    placer's), with upstream's Python placer, which plans the given order."""
     progress = progress or quiet
+    options = options.replace(reorder=False)
     if not loaded.input.is_model:
         from . import reference
 
         progress("planning again with cadence_memplan.reference (--compare)")
-        table, seconds, _ = plan_arrays(
-            loaded, ours.memories, ours.algorithm, placer=reference.plan
-        )
+        table, seconds, _ = plan_arrays(loaded, ours.memories, options, placer=reference.plan)
         return Comparison("cadence_memplan.reference", table, seconds, None)
     from executorch.backends.cadence.aot.memory_planning import (
         CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
@@ -121,8 +131,8 @@ def compare_with_upstream(
 
     progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
     theirs = lower_and_plan(
-        loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, ours.algorithm,
-        alloc_inputs, alloc_outputs, "upstream Python", lowering=loaded.lowering,
+        loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, options,
+        who="upstream Python",
     )  # fmt: skip
     return Comparison(
         "upstream's CadenceMemoryPlanning",

@@ -9,30 +9,20 @@ is raised as :class:`~cadence_memplan.planning.DoesNotFit` (:func:`model_failure
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ._types import DEFAULT_BUDGET, Budget, Objective, PlanningError
+from ._types import PlanningError
 from .analysis.sweep import Planned
-from .io.memories import Memory
-from .planning import DoesNotFit, InputPlan, LoadedInput, LoweringError, Progress
+from .request import Hierarchy, Memory, PlanningOptions
+from .request.inputs import DoesNotFit, InputPlan, LoadedInput, LoweringError, Progress
 from .stats import format_bytes
 
 __all__ = ["model_failures", "plan_model", "replanner", "sweep_planner"]
 
 
 def plan_model(
-    loaded: LoadedInput,
-    memories: tuple[Memory, ...],
-    algorithm: str,
-    *,
-    alloc_inputs: bool,
-    alloc_outputs: bool,
-    budget: Budget,
-    objective: Objective,
-    reorder: bool,
-    progress: Progress,
+    loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
 ) -> InputPlan:
     """:func:`~cadence_memplan.planning.plan_input` of a model (its arguments)."""
     from .cadence.lowering import lower_and_plan
@@ -41,15 +31,13 @@ def plan_model(
     progress("planning memory in to_executorch with our CadenceMemoryPlanning")
     with model_failures():
         ours = lower_and_plan(
-            loaded.edge_copy(), CadenceMemoryPlanning, memories, algorithm, alloc_inputs,
-            alloc_outputs, "C++ core", budget, lowering=loaded.lowering, objective=objective,
-            reorder=reorder,
-        )  # fmt: skip
+            loaded.edge_copy(), CadenceMemoryPlanning, memories, options, who="C++ core"
+        )
     kept, kept_bound = ours.kept if ours.kept is not None else (None, None)
     return InputPlan(
-        loaded.input, memories, algorithm, loaded.lowering, ours.table, ours.timings,
+        loaded.input, memories, options.algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
-        objective=objective, reorder=ours.reorder, spent=ours.spent,
+        objective=options.objective, reorder=ours.reorder, spent=ours.spent,
         weights=ours.weights,
     )  # fmt: skip
 
@@ -90,24 +78,16 @@ def _model_failure(error: BaseException) -> DoesNotFit:
 
 def sweep_planner(
     loaded: LoadedInput,
-    memories: Sequence[Memory],
+    memories: Hierarchy,
     varied: int,
     sizes: Sequence[int],
-    algorithm: str,
-    alloc_inputs: bool,
-    alloc_outputs: bool,
-    budget: Budget,
+    options: PlanningOptions,
     progress: Progress,
 ) -> Callable[[Sequence[Memory]], Planned | str]:
     """``sweep``'s ``plan_at`` for a model: lower it once (at the largest size of memory
     ``varied``), and each call re-runs only its memory planning."""
     progress("lowering once with to_executorch (the largest size)")
-    largest = list(memories)
-    largest[varied] = dataclasses.replace(memories[varied], size=sizes[-1])
-    replayed = replanner(
-        loaded, largest, algorithm, alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-        budget=budget, purpose="sweep",
-    )  # fmt: skip
+    replayed = replanner(loaded, memories.with_size(varied, sizes[-1]), options, "sweep")
     from .cadence.sweep import PLANNING_FAILURES
 
     def plan_at(config: Sequence[Memory]) -> Planned | str:
@@ -125,25 +105,17 @@ def sweep_planner(
 def replanner(
     loaded: LoadedInput,
     memories: Sequence[Memory],
-    algorithm: str,
-    *,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    budget: Budget = DEFAULT_BUDGET,
-    objective: Objective = "bytes",
+    options: PlanningOptions,
     purpose: str = "plan again",
 ) -> Any:
-    """A model lowered once, by one ``to_executorch`` at ``memories`` with ``algorithm`` in
-    its lowering's backend config, whose memory planning ``plan`` replays at any memories
-    (``cadence_memplan.cadence.sweep.Replanner``): what ``sweep`` and ``size`` plan
-    with. Raises :class:`LoweringError` for a graph the planner is called on more than
-    once (control flow), naming ``purpose`` ("cannot sweep ...")."""
+    """A model lowered once, by one ``to_executorch`` at ``memories`` as ``options`` say,
+    in its lowering's backend config, whose memory planning ``plan`` replays at any
+    memories (``cadence_memplan.cadence.sweep.Replanner``): what ``sweep`` and ``size``
+    plan with. Raises :class:`LoweringError` for a graph the planner is called on more
+    than once (control flow), naming ``purpose`` ("cannot sweep ...")."""
     from .cadence.sweep import Replanner
 
     try:
-        return Replanner(
-            loaded.edge_copy(), memories, algorithm, alloc_inputs, alloc_outputs, budget,
-            lowering=loaded.lowering, objective=objective,
-        )  # fmt: skip
+        return Replanner(loaded.edge_copy(), memories, options)
     except ValueError as error:  # a graph with control flow: planned more than once
         raise LoweringError(f"cannot {purpose} {loaded.input.label}: {error}") from error

@@ -23,30 +23,31 @@ refused a plan).
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ._types import (
-    DEFAULT_BUDGET,
-    NOTHING_SPENT,
-    Budget,
-    Objective,
-    PlanningError,
-    SearchSpent,
-)
+from ._types import PlanningError, SearchSpent
 from ._validation import closest
 from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
 from .api import plan, validate
-from .io.memories import Memory
 from .io.minimalloc import read_minimalloc_csv
 from .models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
+from .request import LOWERINGS, Hierarchy, Memory, PlanningOptions
+from .request.inputs import (
+    OURS,
+    DoesNotFit,
+    Input,
+    InputError,
+    InputPlan,
+    InvalidPlan,
+    LoadedInput,
+    LoweringError,
+    Progress,
+    quiet,
+)
 from .stats import TensorTable, format_bytes, peak_live_bytes, plural
 from .synthetic import synthetic_graph
 
@@ -58,6 +59,7 @@ __all__ = [
     "InvalidPlan",
     "LoadedInput",
     "LoweringError",
+    "PlanningOptions",
     "check_plan",
     "load_input",
     "plan_arrays",
@@ -66,54 +68,6 @@ __all__ = [
     "resolve_input",
     "sweep_input",
 ]
-
-Progress = Callable[[str], None]
-OURS = "placer (C++ core)"
-
-
-class InputError(ValueError):
-    """The input cannot be found or read (or a model needs torch and executorch)."""
-
-
-class LoweringError(RuntimeError):
-    """The model could not be exported or lowered."""
-
-
-class InvalidPlan(RuntimeError):
-    """The validator refused a plan (a bug, never a property of the input)."""
-
-
-class DoesNotFit(RuntimeError):
-    """A tensor fits in no memory.
-
-    ``tensor`` names it as the input does (a CSV's buffer id, a model's dtype and shape),
-    ``tensor_size`` is its size, ``reason`` the placer's one-line account (each memory and
-    why), and ``peak_live_bytes`` the most bytes of the input alive at once (for a model,
-    ``None``): no hierarchy that holds fewer bytes in all can place them.
-    """
-
-    def __init__(
-        self, tensor: str, tensor_size: int, reason: str, peak_live_bytes: int | None
-    ) -> None:
-        super().__init__(reason)
-        self.tensor = tensor
-        self.tensor_size = tensor_size
-        self.reason = reason
-        self.peak_live_bytes = peak_live_bytes
-
-
-@dataclass(frozen=True)
-class Input:
-    """What an input names: ``kind`` is "model" (built-in), "archive" (``.pt2``), "csv"
-    or "arrays" (a built-in synthetic graph); ``path`` is the file, if any."""
-
-    label: str
-    kind: str
-    path: Path | None = None
-
-    @property
-    def is_model(self) -> bool:
-        return self.kind in ("model", "archive")
 
 
 def resolve_input(source: str | os.PathLike[str]) -> Input:
@@ -143,41 +97,12 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
     )
 
 
-@dataclass
-class LoadedInput:
-    """An input read (arrays) or exported and lowered (a model's edge program, which each
-    plan copies, since ``to_executorch`` changes it)."""
-
-    input: Input
-    lowering: str
-    labels: list[str] = field(default_factory=list)
-    starts: np.ndarray[Any, Any] | None = None
-    ends: np.ndarray[Any, Any] | None = None
-    sizes: np.ndarray[Any, Any] | None = None
-    edge: Any = None
-
-    def edge_copy(self) -> Any:
-        return copy.deepcopy(self.edge)
-
-    def arrays(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        assert self.starts is not None
-        assert self.ends is not None
-        assert self.sizes is not None
-        return self.starts, self.ends, self.sizes
-
-
-def quiet(_: str) -> None:
-    """A progress that says nothing."""
-
-
 def load_input(
     source: str | os.PathLike[str] | Input, *, lowering: str, progress: Progress | None = None
 ) -> LoadedInput:
     """Read an input, or export (or load) a model and lower it with ``lowering``
     ("cadence" or "exir"; arrays ignore it). Raises :class:`InputError` or
     :class:`LoweringError`."""
-    from .cadence import LOWERINGS
-
     if lowering not in LOWERINGS:
         raise ValueError(f"lowering must be one of {LOWERINGS}, got {lowering!r}")
     progress = progress or quiet
@@ -231,44 +156,6 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         ) from error
 
 
-@dataclass
-class InputPlan:
-    """An input planned: the plan (``table``), what it was planned for, and what the
-    planning reported. ``lowering`` is None for arrays; ``program`` (the
-    ``ExecutorchProgramManager``) and ``node_names`` are a model's; ``proved_optimal`` and
-    ``lower_bound`` are ``best``'s on arrays, and so is ``kept_bound`` (two or more
-    memories: the most bytes any plan keeps in memory 1)."""
-
-    input: Input
-    memories: tuple[Memory, ...]
-    algorithm: str
-    lowering: str | None
-    table: TensorTable
-    timings: dict[str, float]
-    node_names: list[str] | None = None
-    program: Any = None
-    strategy: str | None = None
-    proved_optimal: bool | None = None
-    lower_bound: int | None = None
-    kept_bound: int | None = None
-    # What memory 1 keeps, in kept_bound's terms (bytes, or the objective's traffic), and
-    # which terms those are; with kept_bound (a model's only with one placer call).
-    kept: int | None = None
-    objective: Objective = "bytes"
-    # objective="traffic" on a model: each row's weight in table (a tensor's size times 1 +
-    # its readers), for what another plan of the same rows keeps in those terms.
-    weights: np.ndarray[Any, Any] | None = None
-    # A model planned with reorder=True: what the reorder did (cadence_memplan.scheduling's
-    # Reorder: peak-live and arena before and after, the bound, what moved).
-    reorder: Any = None
-    # What best spent (PlanResult's work, budget_exhausted, cut_short; in all, for a model).
-    spent: SearchSpent = NOTHING_SPENT
-
-    @property
-    def placer_seconds(self) -> float:
-        return self.timings[OURS]
-
-
 def _loaded(
     source: str | os.PathLike[str] | Input | LoadedInput, lowering: str, progress: Progress
 ) -> LoadedInput:
@@ -282,33 +169,27 @@ def _loaded(
 def plan_input(
     source: str | os.PathLike[str] | Input | LoadedInput,
     memories: Sequence[Memory],
-    algorithm: str,
+    options: PlanningOptions,
     *,
-    lowering: str,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    budget: Budget = DEFAULT_BUDGET,
-    objective: Objective = "bytes",
-    reorder: bool = False,
     progress: Progress | None = None,
 ) -> InputPlan:
     """Plan an input (a name, a path, or one :func:`load_input` returned) for
-    ``memories`` with ``algorithm``. A model goes through a whole ``to_executorch`` with
-    our ``CadenceMemoryPlanning`` in the backend config of ``lowering``;
-    ``alloc_inputs``/``alloc_outputs`` apply to models only; ``budget`` is ``best``'s
-    (its work, and an optional wall-clock cap); ``objective`` is ``best``'s on a model (the drop-in's ``objective``);
-    ``reorder`` (models only) lets the pass plan better node orders too. Raises :class:`DoesNotFit` when a tensor fits nowhere."""
+    ``memories`` as ``options`` say (:class:`~cadence_memplan.request.PlanningOptions`:
+    the placer, ``best``'s budget and objective, and for models what is allocated, the
+    reorder and the lowering). A model goes through a whole ``to_executorch`` with our
+    ``CadenceMemoryPlanning`` in the backend config of its lowering. Raises
+    :class:`DoesNotFit` when a tensor fits nowhere."""
     progress = progress or quiet
-    loaded = _loaded(source, lowering, progress)
-    memories = tuple(memories)
-    if reorder and not loaded.input.is_model:
+    loaded = _loaded(source, options.lowering, progress)
+    hierarchy = Hierarchy(memories)
+    if options.reorder and not loaded.input.is_model:
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if not loaded.input.is_model:
         progress(f"planning {plural(len(loaded.labels), 'tensor')}")
-        table, seconds, result = plan_arrays(loaded, memories, algorithm, budget)
-        best = algorithm == "best"
+        table, seconds, result = plan_arrays(loaded, hierarchy, options)
+        best = options.algorithm == "best"
         return InputPlan(
-            loaded.input, memories, algorithm, None, table, {OURS: seconds},
+            loaded.input, hierarchy, options.algorithm, None, table, {OURS: seconds},
             strategy=result.strategy,
             proved_optimal=result.proved_optimal if best else None,
             lower_bound=result.lower_bound if best else None,
@@ -318,33 +199,25 @@ def plan_input(
         )  # fmt: skip
     from .model_planning import plan_model  # torch and executorch, for models only
 
-    return plan_model(
-        loaded, memories, algorithm, alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-        budget=budget, objective=objective, reorder=reorder, progress=progress,
-    )  # fmt: skip
+    return plan_model(loaded, hierarchy, options, progress)
 
 
 def plan_arrays(
     loaded: LoadedInput,
     memories: Sequence[Memory],
-    algorithm: str,
-    budget: Budget = DEFAULT_BUDGET,
+    options: PlanningOptions,
     placer: Callable[..., Any] = plan,
 ) -> tuple[TensorTable, float, Any]:
-    """(the plan, the placer's seconds, the placer's PlanResult); ``budget`` is ``best``'s,
-    and only ``best``'s: upstream's placers (and the reference's) take none."""
+    """(the plan, the placer's seconds, the placer's PlanResult), planned by ``placer``
+    (the array API's ``plan``, or the reference's) as ``options`` say."""
     starts, ends, sizes = loaded.arrays()
+    hierarchy = Hierarchy(memories)
     began = time.perf_counter()
     try:
         result = placer(
-            starts,
-            ends,
-            sizes,
-            [memory.size for memory in memories],
-            [memory.alignment for memory in memories],
-            algorithm=algorithm,
-            **({"work_budget": budget.work, "budget_ms": budget.ms} if algorithm == "best" else {}),
-        )
+            starts, ends, sizes, hierarchy.sizes, hierarchy.alignments,
+            algorithm=options.algorithm, **options.budget_arguments(),
+        )  # fmt: skip
     except PlanningError as error:
         raise _arrays_failure(loaded, error) from error
     seconds = time.perf_counter() - began
@@ -376,15 +249,11 @@ def check_plan(table: TensorTable, memories: Sequence[Memory]) -> str | None:
     """The validator's verdict on a plan, ``None`` when valid. Tensors that lie inside
     another's storage on purpose are left out; no other pair may collide."""
     own = ~table.shares_storage
+    hierarchy = Hierarchy(memories)
     return validate(
-        table.starts[own],
-        table.ends[own],
-        table.sizes[own],
-        table.mem_ids[own],
-        table.offsets[own],
-        [memory.size for memory in memories],
-        [memory.alignment for memory in memories],
-    )
+        table.starts[own], table.ends[own], table.sizes[own], table.mem_ids[own],
+        table.offsets[own], hierarchy.sizes, hierarchy.alignments,
+    )  # fmt: skip
 
 
 def sweep_input(
@@ -392,33 +261,28 @@ def sweep_input(
     memories: Sequence[Memory],
     varied: int,
     sizes: Sequence[int],
-    algorithm: str,
+    options: PlanningOptions,
     *,
-    lowering: str,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    budget: Budget = DEFAULT_BUDGET,
     progress: Progress | None = None,
     step_done: Callable[[int, int], None] | None = None,
 ) -> list[SweepRow]:
     """One :class:`~cadence_memplan.analysis.sweep.SweepRow` per size of memory
-    ``varied`` (an index): each row is :func:`plan_input` at that size (same lowering,
-    same backend config), but a model is lowered once and each size replays only its
-    planning step. Each plan is checked by the validator (:class:`InvalidPlan`)."""
+    ``varied`` (an index): each row is :func:`plan_input` at that size with ``options``
+    (same lowering, same backend config), but a model is lowered once and each size
+    replays only its planning step. Each plan is checked by the validator
+    (:class:`InvalidPlan`)."""
     progress = progress or quiet
-    loaded = _loaded(source, lowering, progress)
+    loaded = _loaded(source, options.lowering, progress)
+    hierarchy = Hierarchy(memories)
     if loaded.input.is_model:
         from .model_planning import sweep_planner  # torch and executorch, for models only
 
-        plan_at = sweep_planner(
-            loaded, memories, varied, sizes, algorithm, alloc_inputs, alloc_outputs, budget,
-            progress,
-        )  # fmt: skip
+        plan_at = sweep_planner(loaded, hierarchy, varied, sizes, options, progress)
     else:
         starts, ends, tensor_sizes = loaded.arrays()
         what = "buffer" if loaded.input.kind == "csv" else "tensor"
         names = [f"{what} {name!r}" for name in loaded.labels]
-        plan_at = arrays_planner(starts, ends, tensor_sizes, algorithm, names, budget)
+        plan_at = arrays_planner(starts, ends, tensor_sizes, options, names)
 
     def checked(config: Sequence[Memory]) -> Planned | str:
         outcome = plan_at(config)
@@ -430,4 +294,4 @@ def sweep_input(
             raise InvalidPlan(f"the plan at {at} is invalid: {problem}")
         return outcome
 
-    return sweep(checked, memories, varied, sizes, step_done)
+    return sweep(checked, hierarchy, varied, sizes, step_done)

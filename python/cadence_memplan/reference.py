@@ -169,41 +169,18 @@ def plan(
     """
     if algorithm not in UPSTREAM_ALGORITHMS:
         raise ValueError(f"algorithm must be one of {UPSTREAM_ALGORITHMS}, got {algorithm!r}")
-    tensor_starts = _int_list("starts", starts)
+    tensor_starts, tensor_ends, tensor_sizes = _tensor_lists(starts, ends, sizes)
     tensor_count = len(tensor_starts)
-    tensor_ends = _int_list("ends", ends)
-    tensor_sizes = _int_list("sizes", sizes)
-    _require_length("ends", tensor_ends, tensor_count)
-    _require_length("sizes", tensor_sizes, tensor_count)
     memory_size_list = _int_list("memory_sizes", memory_sizes)
     memory_count = len(memory_size_list)
     alignment_list = _int_list("memory_alignments", memory_alignments)
     _require_length("memory_alignments", alignment_list, memory_count)
     check_memories(memory_size_list, alignment_list)
-    for index in range(tensor_count):
-        if tensor_sizes[index] < 0 or tensor_starts[index] < 0 or tensor_ends[index] < 0:
-            raise ValueError(
-                f"tensor {index}: size {tensor_sizes[index]} and lifetime"
-                f" [{tensor_starts[index]}, {tensor_ends[index]}] must not be negative"
-            )
-
-    # Per tensor, the memory ids it must not use.
-    blocked_ids: list[set[int]] = [set() for _ in range(tensor_count)]
-    if blocked is not None:
-        matrix = np.asarray(blocked, dtype=bool).reshape(-1, memory_count)
-        _require_length("blocked", matrix, tensor_count)
-        for index, row in enumerate(matrix.tolist()):
-            blocked_ids[index] = {mem_id for mem_id, bit in enumerate(row, start=1) if bit}
-    allowed_ids = [True] * (memory_count + 1)
-    if allowed is not None:
-        allowed_list = [bool(ok) for ok in np.asarray(allowed, dtype=bool).tolist()]
-        _require_length("allowed", allowed_list, memory_count)
-        allowed_ids[1:] = allowed_list
+    blocked_ids, allowed_ids = _memory_choices(blocked, allowed, tensor_count, memory_count)
     incoming = [_NO_OFFSET] * tensor_count
     if incoming_offsets is not None and keep_incoming_offset:
         incoming = _int_list("incoming_offsets", incoming_offsets)
         _require_length("incoming_offsets", incoming, tensor_count)
-
     placed = [
         _int_list(f"preplaced.{field}", getattr(preplaced, field)) if preplaced else []
         for field in Preplaced._fields
@@ -212,7 +189,6 @@ def plan(
     for field, values in zip(Preplaced._fields, placed, strict=True):
         _require_length(f"preplaced.{field}", values, placed_count)
     placed_starts, placed_ends, placed_sizes, placed_mem_ids, placed_offsets = placed
-
     memories = _Memories(
         placed_starts + tensor_starts,
         placed_ends + tensor_ends,
@@ -232,15 +208,87 @@ def plan(
                 f" lies outside the memories 1..{memory_count}"
             )
         memories.add(slot, mem_id, offset, keep_sorted_by_offset=False)
+    mem_ids, offsets = _place_all(
+        memories, algorithm == "heuristic", placed_count, blocked_ids, allowed_ids, incoming
+    )
+    call_bufsizes = [0] * len(memories.bufsizes)
+    for index, (mem_id, offset) in enumerate(zip(mem_ids, offsets, strict=True)):
+        end = _align_up(offset + tensor_sizes[index], memories.alignments[mem_id])
+        call_bufsizes[mem_id] = max(call_bufsizes[mem_id], end)
+    return PlanResult(
+        mem_ids=np.array(mem_ids, dtype=np.int64),
+        offsets=np.array(offsets, dtype=np.int64),
+        bufsizes=np.array(memories.bufsizes, dtype=np.int64),
+        call_bufsizes=np.array(call_bufsizes, dtype=np.int64),
+        memory_order=tuple(np.array(order, dtype=np.int64) for order in memories.members),
+    )
 
-    heuristic = algorithm == "heuristic"
+
+def _tensor_lists(
+    starts: Sequence[int] | npt.ArrayLike,
+    ends: Sequence[int] | npt.ArrayLike,
+    sizes: Sequence[int] | npt.ArrayLike,
+) -> tuple[list[int], list[int], list[int]]:
+    """The tensors' columns as lists of ints, of one length, none negative."""
+    tensor_starts = _int_list("starts", starts)
+    tensor_count = len(tensor_starts)
+    tensor_ends = _int_list("ends", ends)
+    tensor_sizes = _int_list("sizes", sizes)
+    _require_length("ends", tensor_ends, tensor_count)
+    _require_length("sizes", tensor_sizes, tensor_count)
+    for index in range(tensor_count):
+        if tensor_sizes[index] < 0 or tensor_starts[index] < 0 or tensor_ends[index] < 0:
+            raise ValueError(
+                f"tensor {index}: size {tensor_sizes[index]} and lifetime"
+                f" [{tensor_starts[index]}, {tensor_ends[index]}] must not be negative"
+            )
+    return tensor_starts, tensor_ends, tensor_sizes
+
+
+def _memory_choices(
+    blocked: npt.ArrayLike | None,
+    allowed: npt.ArrayLike | None,
+    tensor_count: int,
+    memory_count: int,
+) -> tuple[list[set[int]], list[bool]]:
+    """Per tensor, the memory ids it must not use; per memory id, whether this call may
+    use it (index 0 unused)."""
+    blocked_ids: list[set[int]] = [set() for _ in range(tensor_count)]
+    if blocked is not None:
+        matrix = np.asarray(blocked, dtype=bool).reshape(-1, memory_count)
+        _require_length("blocked", matrix, tensor_count)
+        for index, row in enumerate(matrix.tolist()):
+            blocked_ids[index] = {mem_id for mem_id, bit in enumerate(row, start=1) if bit}
+    allowed_ids = [True] * (memory_count + 1)
+    if allowed is not None:
+        allowed_list = [bool(ok) for ok in np.asarray(allowed, dtype=bool).tolist()]
+        _require_length("allowed", allowed_list, memory_count)
+        allowed_ids[1:] = allowed_list
+    return blocked_ids, allowed_ids
+
+
+def _place_all(
+    memories: _Memories,
+    heuristic: bool,
+    placed_count: int,
+    blocked_ids: list[set[int]],
+    allowed_ids: list[bool],
+    incoming: list[int],
+) -> tuple[list[int], list[int]]:
+    """Upstream's loop: largest tensor first, each in the first memory where the placer
+    finds room; the tensors' (mem_ids, offsets), or :class:`PlanningError`."""
+    tensor_count = len(incoming)
+    memory_count = len(memories.members) - 1
+    sizes = memories.sizes
     sorted_by_offset = [False] * (memory_count + 1)  # The heuristic's list order per memory.
     mem_ids = [0] * tensor_count
     offsets = [_NO_OFFSET] * tensor_count
-    visiting_order = sorted(range(tensor_count), key=tensor_sizes.__getitem__, reverse=True)
+    visiting_order = sorted(
+        range(tensor_count), key=lambda index: sizes[placed_count + index], reverse=True
+    )
     for index in visiting_order:
         slot = placed_count + index
-        size = tensor_sizes[index]
+        size = sizes[slot]
         why_not: list[str] = []  # Per memory tried, for the error message.
         carried = incoming[index]  # The heuristic's offset, carried from memory to memory.
         for mem_id in range(1, memory_count + 1):
@@ -269,22 +317,9 @@ def plan(
             mem_ids[index], offsets[index] = mem_id, offset
             break
         else:
-            raise PlanningError(
-                _describe_failure(index, size, (tensor_starts[index], tensor_ends[index]), why_not),
-                index,
-            )
-
-    call_bufsizes = [0] * len(memories.bufsizes)
-    for index, (mem_id, offset) in enumerate(zip(mem_ids, offsets, strict=True)):
-        end = _align_up(offset + tensor_sizes[index], memories.alignments[mem_id])
-        call_bufsizes[mem_id] = max(call_bufsizes[mem_id], end)
-    return PlanResult(
-        mem_ids=np.array(mem_ids, dtype=np.int64),
-        offsets=np.array(offsets, dtype=np.int64),
-        bufsizes=np.array(memories.bufsizes, dtype=np.int64),
-        call_bufsizes=np.array(call_bufsizes, dtype=np.int64),
-        memory_order=tuple(np.array(order, dtype=np.int64) for order in memories.members),
-    )
+            lifetime = (memories.starts[slot], memories.ends[slot])
+            raise PlanningError(_describe_failure(index, size, lifetime, why_not), index)
+    return mem_ids, offsets
 
 
 def _best_gap_offset(memories: _Memories, mem_id: int, slot: int, carried: int) -> int:

@@ -32,7 +32,6 @@ planning (:func:`~cadence_memplan.planning.replanner`, as ``sweep`` does).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -41,20 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from ._types import DEFAULT_BUDGET, Budget, Objective
+from ._types import Budget
 from ._validation import is_integer
 from .api import DEFAULT_WORK_BUDGET
-from .io.memories import Memory
 from .model_planning import model_failures, replanner
-from .planning import (
-    DoesNotFit,
-    Input,
-    InvalidPlan,
-    LoadedInput,
-    check_plan,
-    load_input,
-    plan_input,
-)
+from .planning import check_plan, load_input, plan_input
+from .request import Hierarchy, Memory, PlanningOptions
+from .request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput
+from .request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
 from .stats import TensorTable, format_bytes, peak_live_bytes
 
 __all__ = [
@@ -74,68 +67,6 @@ DEFAULT_POINTS = 32
 _ALL_FIT_SHARE = 0.5
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """From ``capacity`` bytes of memory 1 up to the next point's (or ``all_fit_from``),
-    a plan keeps ``kept`` there (bytes summed over the run, or traffic), and no plan keeps
-    more than ``kept_bound`` (None: no bound, for a model whose planner is called more
-    than once)."""
-
-    capacity: int
-    kept: int
-    kept_bound: int | None
-
-    @property
-    def proved(self) -> bool:
-        return self.kept == self.kept_bound
-
-
-# Why a curve stops where it does.
-CURVE_ENDS = ("complete", "points", "no plan", "one memory")
-
-
-@dataclass(frozen=True)
-class MemorySizing:
-    """One memory sized: ``all_fit_from`` (every tensor allowed there fits from this size
-    up), ``lower_bound`` (no smaller size holds them all), ``proved`` (the two are equal),
-    ``total`` (what it keeps from ``all_fit_from`` up: every tensor allowed there, in the
-    curve's terms), the ``curve`` below ``all_fit_from`` (largest size first), and why the
-    curve ends (``curve_ends``, one of :data:`CURVE_ENDS`): it went down to where memory 1
-    keeps nothing ("complete"), to the number of points asked for ("points"), to a size
-    where best found no plan that places every tensor ("no plan"), or there is no other
-    memory ("one memory"); ``lowest_tried`` is the smallest size planned (None: none)."""
-
-    memory: Memory
-    all_fit_from: int
-    lower_bound: int
-    total: int
-    curve: tuple[CurvePoint, ...]
-    curve_ends: str
-    lowest_tried: int | None
-
-    @property
-    def proved(self) -> bool:
-        return self.lower_bound >= self.all_fit_from
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
-    memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
-    the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
-    step: the answer may change from run to run), ``seconds`` the time it took."""
-
-    input: Input
-    memories: tuple[Memory, ...]
-    lowering: str | None
-    objective: Objective
-    sized: tuple[MemorySizing, ...]
-    budget: Budget
-    work: int
-    cut_short: bool
-    seconds: float
 
 
 @dataclass(frozen=True)
@@ -178,10 +109,6 @@ def _memory1_figures(table: TensorTable, alignment: int) -> tuple[int, int]:
     return _align_up(int(ends.max()), alignment), live
 
 
-def _with_memory1(memories: Sequence[Memory], capacity: int) -> list[Memory]:
-    return [dataclasses.replace(memories[0], size=capacity), *memories[1:]]
-
-
 def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
     """The plan, when the validator accepts it (as sweep's); else :class:`InvalidPlan`."""
     problem = check_plan(table, memories)
@@ -191,13 +118,13 @@ def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
     return table
 
 
-def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
-    memory = memories[0]
+def _arrays_prober(loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions) -> _Planner:
+    memory = memories[0]  # the memory sized
     alignment = memory.alignment
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
-        config = _with_memory1(memories, capacity)
-        planned = plan_input(loaded, config, "best", lowering=loaded.lowering, budget=budget)
+        config = memories.with_size(0, capacity)
+        planned = plan_input(loaded, config, options.with_budget(budget))
         table = _checked(planned.table, config)
         kept = int(table.sizes[table.mem_ids == 1].sum(dtype=object))
         return PlanAtSize(
@@ -209,29 +136,21 @@ def _arrays_prober(loaded: LoadedInput, memories: Sequence[Memory]) -> _Planner:
 
 
 def _model_prober(
-    loaded: LoadedInput,
-    memories: Sequence[Memory],
-    objective: Objective,
-    alloc_inputs: bool,
-    alloc_outputs: bool,
-    progress: Progress,
+    loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
 ) -> tuple[_Planner, int]:
     """The prober of a model lowered once, and the room that holds all of its tensors."""
     progress("lowering once with to_executorch")
     # The one to_executorch: first fit, the cheapest placer; every size replays best.
-    replayed = replanner(
-        loaded, memories, "position", alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-        objective=objective, purpose="size",
-    )  # fmt: skip
-    memory = memories[0]
+    replayed = replanner(loaded, memories, options.for_placer("position"), "size")
+    memory = memories[0]  # the memory sized
     alignment = memory.alignment
     specs = replayed.planned_specs
     room = max(int(_aligned_sizes(specs.sizes, alignment).sum()), alignment)
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
-        config = _with_memory1(memories, capacity)
+        config = memories.with_size(0, capacity)
         with model_failures():
-            table = _checked(replayed.plan(config, "best", budget), config)
+            table = _checked(replayed.plan(config, options.with_budget(budget)), config)
         placer = replayed.last_placer
         result = placer.last_result
         if placer.calls == 1 and result is not None:
@@ -240,7 +159,7 @@ def _model_prober(
             if lower_bound is not None:  # on the total bufsize: the others hold only
                 lower_bound -= int(np.asarray(result.bufsizes)[2:].sum())  # pinned tensors
         else:  # no one call's bound covers the program
-            weights = table.sizes if objective == "bytes" else specs.traffic()
+            weights = table.sizes if options.objective == "bytes" else specs.traffic()
             own = (table.mem_ids == 1) & ~table.shares_storage
             kept, kept_bound, lower_bound = int(weights[own].sum(dtype=object)), None, None
         return PlanAtSize(
@@ -284,50 +203,70 @@ class _Spending:
 def size_input(
     source: str | os.PathLike[str] | Input | LoadedInput,
     memories: Sequence[Memory],
+    options: PlanningOptions,
     *,
-    lowering: str,
     points: int = DEFAULT_POINTS,
-    budget: Budget = DEFAULT_BUDGET,
-    objective: Objective = "bytes",
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
     progress: Progress | None = None,
 ) -> Sizing:
     """Size memory 1 of ``memories`` for an input (a name, a path, or one
     :func:`~cadence_memplan.planning.load_input` returned): ``all_fit_from``, its lower
     bound, and at most ``points`` points of the curve below it (module docstring). Only
     memory 1's name and alignment are read; the other memories are planned as given.
-    ``budget`` is ``best``'s for the whole sizing; ``objective`` ("traffic": models only)
-    the curve's terms; ``lowering``, ``alloc_inputs`` and ``alloc_outputs`` as for
+    ``options`` (:class:`~cadence_memplan.request.PlanningOptions`) are ``best``'s: its
+    budget for the whole sizing, its ``objective`` ("traffic": models only) the curve's
+    terms, the lowering and what is allocated as for
     :func:`~cadence_memplan.planning.plan_input`. Raises ValueError for bad options,
     :class:`~cadence_memplan.planning.DoesNotFit` when the input fits in no plan even
     with room for every tensor in memory 1, and
     :class:`~cadence_memplan.planning.InvalidPlan` when the validator refuses a plan."""
     if not is_integer(points) or points < 0:
         raise ValueError(f"points must be a whole number >= 0, got {points!r}")
+    if options.algorithm != "best":
+        raise ValueError(f"size plans with best: options.algorithm is {options.algorithm!r}")
     progress = progress or (lambda _: None)
     began = time.perf_counter()
-    memories = tuple(memories)
+    hierarchy = Hierarchy(memories)
     loaded = source if isinstance(source, LoadedInput) else None
     if loaded is None:
-        loaded = load_input(source, lowering=lowering, progress=progress)  # type: ignore[arg-type]
-    if objective != "bytes" and not loaded.input.is_model:
+        loaded = load_input(source, lowering=options.lowering, progress=progress)  # type: ignore[arg-type]
+    if options.objective != "bytes" and not loaded.input.is_model:
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
-    memory = memories[0]  # the memory sized
+    memory = hierarchy[0]  # the memory sized
     if loaded.input.is_model:
-        probe, room = _model_prober(
-            loaded, memories, objective, alloc_inputs, alloc_outputs, progress
-        )
+        probe, room = _model_prober(loaded, hierarchy, options, progress)
     else:
-        probe = _arrays_prober(loaded, memories)
+        probe = _arrays_prober(loaded, hierarchy, options)
         sizes = loaded.arrays()[2]
         room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
-    spending = _Spending(budget, points)
+    spending = _Spending(options.budget, points)
     progress(f"planning with room for every tensor in {memory.name} ({format_bytes(room)})")
     everything = probe(room, spending.next(_ALL_FIT_SHARE))
     spending.charge(everything)
+    single = len(hierarchy) == 1
+    probes, ends, lowest = _probe_down(
+        probe, memory, everything, spending, points, single, progress
+    )
+    sized = memory_sizing(memory, everything, probes, ends, lowest)
+    return Sizing(
+        loaded.input, hierarchy, loaded.lowering if loaded.input.is_model else None,
+        options.objective, (sized,), Budget(spending.work, options.budget_ms), spending.spent,
+        spending.cut_short, time.perf_counter() - began,
+    )  # fmt: skip
+
+
+def _probe_down(
+    probe: _Planner,
+    memory: Memory,
+    everything: PlanAtSize,
+    spending: _Spending,
+    points: int,
+    single: bool,
+    progress: Progress,
+) -> tuple[list[PlanAtSize], str, int | None]:
+    """The plans below ``everything``, largest size first, each just below the last's
+    bufsize, until one of :data:`CURVE_ENDS`; why they ended, and the smallest size tried."""
     probes: list[PlanAtSize] = []
-    ends = "one memory" if len(memories) == 1 else "complete"
+    ends = "one memory" if single else "complete"
     capacity = everything.used - memory.alignment
     while ends == "complete" and capacity >= 1:
         if len(probes) == points:
@@ -347,12 +286,7 @@ def size_input(
     lowest = probes[-1].capacity if probes else None
     if ends == "no plan":
         lowest = capacity
-    sized = memory_sizing(memory, everything, probes, ends, lowest)
-    return Sizing(
-        loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
-        (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
-        time.perf_counter() - began,
-    )  # fmt: skip
+    return probes, ends, lowest
 
 
 def memory_sizing(

@@ -55,7 +55,7 @@ class TensorTable:
 
     ``labels`` name the rows in messages and plan files (node names, CSV ids, or the
     TensorSpecs themselves). ``shares_storage`` marks rows that lie inside another row's
-    storage on purpose (Cadence's, :func:`cadence_memplan.cadence.storage_sharing.storage_sharing_spec_ids`): plotted and written, left out
+    storage on purpose (Cadence's, :func:`cadence_memplan._boundary.storage_sharing.storage_sharing_spec_ids`): plotted and written, left out
     of the validator and the peak live. A lifetime that is not known is stored
     as the empty ``[0, -1]``, which is never alive.
     """

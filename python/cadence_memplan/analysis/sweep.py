@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .._types import DEFAULT_BUDGET, Budget, PlanningError
+from .._types import PlanningError
 from ..api import plan
 from ..io.memories import Memory, parse_size
 from ..io.outputs import write_whole
+from ..request import Hierarchy, PlanningOptions
 from ..stats import TensorTable, format_bytes, peak_usage_per_memory, summed_sizes_per_memory
 
 __all__ = [
@@ -173,29 +174,28 @@ def arrays_planner(
     starts: npt.ArrayLike,
     ends: npt.ArrayLike,
     sizes: npt.ArrayLike,
-    algorithm: str,
+    options: PlanningOptions,
     names: Sequence[str] | None = None,
-    budget: Budget = DEFAULT_BUDGET,
 ) -> PlanAt:
-    """``plan_at`` for arrays (CSV instances, synthetic graphs): the array API's plan.
-    ``names`` name the tensors in the reason a plan does not fit (default "tensor i");
-    ``budget`` is ``"best"``'s at each size."""
+    """``plan_at`` for arrays (CSV instances, synthetic graphs): the array API's plan, as
+    ``options`` say (the placer, ``best``'s budget at each size). ``names`` name the
+    tensors in the reason a plan does not fit (default "tensor i")."""
     sizes_array = np.asarray(sizes, dtype=np.int64)
     starts_array = np.asarray(starts, dtype=np.int64)
     ends_array = np.asarray(ends, dtype=np.int64)
     labels = list(range(len(sizes_array)))
 
     def plan_at(memories: Sequence[Memory]) -> Planned | str:
+        hierarchy = Hierarchy(memories)
         try:
             result = plan(
                 starts_array,
                 ends_array,
                 sizes_array,
-                [memory.size for memory in memories],
-                [memory.alignment for memory in memories],
-                algorithm=algorithm,  # type: ignore[arg-type]
-                work_budget=budget.work,
-                budget_ms=budget.ms,
+                hierarchy.sizes,
+                hierarchy.alignments,
+                algorithm=options.algorithm,
+                **options.budget_arguments(),
             )
         except PlanningError as error:
             index = error.tensor_index

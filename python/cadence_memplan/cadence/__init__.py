@@ -14,6 +14,12 @@ torch loads); its modules import executorch.
 
 import os
 
+# How a model reaches to_executorch (lowering.lower_exported): "cadence", through Cadence's
+# compiler's passes and its backend config, as export_to_executorch_gen_etrecord lowers;
+# "exir", plain to_edge and exir's default config, no Cadence passes. Defined with the
+# options that choose one.
+from ..request.options import LOWERINGS as LOWERINGS
+
 ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
 REORDER_ENV = "CADENCE_MEMPLAN_REORDER"
 _TRUE = ("1", "true", "yes", "on")
@@ -58,11 +64,6 @@ def resolve_patch_reorder(reorder: bool | None) -> bool:
         " orders, keeping the best plan) or 0 (the default: the graph's order)"
     )
 
-
-# How a model reaches to_executorch (lowering.lower_exported): "cadence", through Cadence's
-# compiler's passes and its backend config, as export_to_executorch_gen_etrecord lowers;
-# "exir", plain to_edge and exir's default config, no Cadence passes.
-LOWERINGS = ("cadence", "exir")
 
 # What each lowering is, for progress lines and reports.
 LOWERING_DESCRIPTIONS = {

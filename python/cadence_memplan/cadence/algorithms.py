@@ -30,6 +30,7 @@ from executorch.exir.tensor import TensorSpec
 from .._boundary.control_flow import reserved_bytes
 from .._boundary.tensorspecs import (
     Offsets,
+    SpecArrays,
     gc_paused,
     object_array,
     preset_mem_ids,
@@ -160,55 +161,11 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         del graph_signature, extra_padding  # Unused by upstream's plan() too.
         specs = list(specs)
         memory_count = self.get_num_memories() - 1
-
-        placed: list[TensorSpec] = []
-        placed_mem_ids: list[int] = []
-        for mem_id, buffers in enumerate(state.allocated_buffers):
-            if mem_id == 0 and buffers:
-                raise ValueError("state.allocated_buffers[0] must be empty: memory 0 is reserved")
-            placed.extend(buffers)
-            placed_mem_ids.extend([mem_id] * len(buffers))
-        # Plain TensorSpecs hash by identity, so a set of them is a set of identities,
-        # built without an id() call per spec.
-        by_identity = _SPECS_HASH_BY_IDENTITY and set(map(type, chain(specs, placed))) <= {
-            TensorSpec
-        }
-        spec_ids: set[Any] = set(specs) if by_identity else set(map(id, specs))
-        if len(spec_ids) != len(specs):
-            seen: set[int] = set()
-            for index, spec in enumerate(specs):
-                if id(spec) in seen:
-                    raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
-                seen.add(id(spec))
-        for index, (spec, mem_id, preset) in enumerate(
-            zip(placed, placed_mem_ids, preset_mem_ids(placed), strict=True)
-        ):
-            if (spec if by_identity else id(spec)) in spec_ids:
-                raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
-            if preset != mem_id:
-                raise ValueError(
-                    f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
-                    f" but has mem_id {preset}: {spec!r}"
-                )
-
+        placed, placed_mem_ids = _already_placed(specs, state)
         with gc_paused():
             read = read_cadence_specs(specs, "spec", self.incoming_offsets)
             read_placed = read_cadence_specs(placed, "already-placed spec", "placed")
-        blocklists = mem_id_blocklists(placement_constraints)  # {id(spec): set of mem ids}
-        blocked = np.zeros(len(specs), dtype=np.uint64)
-        if blocklists:
-            for index, spec in enumerate(specs):
-                for mem_id in blocklists.get(id(spec), ()):
-                    if not 1 <= mem_id <= memory_count:
-                        raise ValueError(
-                            f"spec {index}: its blocklist names memory {mem_id}, which does not"
-                            f" exist (1..{memory_count}): {spec!r}"
-                        )
-                    blocked[index] |= np.uint64(1 << mem_id)
-        memory_sizes = as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes)
-        alignments = as_int64(
-            "memory_config.memory_alignments", self.memory_config.memory_alignments
-        )
+        blocked = _blocked_memories(specs, placement_constraints, memory_count)
         weights = self._weights(specs, read.sizes, graph_module)
         preplaced = Preplaced(
             read_placed.starts,
@@ -217,45 +174,8 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
             as_int64("already-placed mem_ids", placed_mem_ids),
             read_placed.offsets,
         )
-        # What the graph's control-flow submodules hold (planning_pass.py's
-        # _plan_around_submodules) is placed already too. The heuristic scans a memory's placed tensors in list
-        # order, which upstream keeps sorted by offset: all of them are given so.
-        reserved = reserved_bytes(graph_module)
-        held = 0 if reserved is None else len(reserved.starts)
-        # memory_order's slots to indices into chain(placed, specs), -1 for reserved bytes
-        slot_owner = np.arange(len(placed) + len(specs), dtype=np.int64)
-        if reserved is not None and held:
-            joined = [np.concatenate(columns) for columns in zip(reserved, preplaced, strict=True)]
-            by_offset = np.lexsort((joined[4], joined[3]))
-            preplaced = Preplaced(*(column[by_offset] for column in joined))
-            slot_owner = np.concatenate(
-                [np.where(by_offset >= held, by_offset - held, -1), slot_owner[len(placed) :]]
-            )
-        try:
-            result = plan_prepared(
-                self.algorithm,
-                read.starts,
-                read.ends,
-                read.sizes,
-                memory_sizes,
-                alignments,
-                blocked,
-                allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count),
-                preplaced,
-                read.offsets,
-                True,
-                self.occupancy,
-                work_budget=check_work_budget(self.work_budget, DEFAULT_WORK_BUDGET),
-                budget_ms=check_budget_ms(self.budget_ms),
-                weights=weights,
-            )
-        except PlanningError as error:
-            failure = MemoryPlanningAlgoFailure(
-                f"{error}\n  spec: {specs[error.tensor_index]!r}\n"
-                f"  memory config: {self.memory_config}"
-            )
-            failure.spec = specs[error.tensor_index]  # the one that fits nowhere
-            raise failure from error
+        preplaced, slot_owner = _with_reserved_bytes(preplaced, graph_module, len(specs))
+        result = self._planned(specs, read, blocked, preplaced, weights, memory_count)
         self.last_result = result
         self.spent += SearchSpent.of(result)
         if specs:  # Cadence's pass also calls with no specs: those place nothing.
@@ -264,24 +184,59 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         # objective's weights): the report's "keeps X; at most kept_bound".
         kept_weights = read.sizes if weights is None else weights
         self.last_kept = int(kept_weights[result.mem_ids == 1].sum(dtype=object))
+        _write_back(specs, placed, result, state, slot_owner, memory_count)
 
-        # Each memory's list by one numpy take: the order is the offsets', so a list's
-        # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
-        everything = object_array(chain(placed, specs), len(placed) + len(specs))
-        lists_before, bufsizes_before = list(state.allocated_buffers), list(state.bufsizes)
-        with written_whole(specs) as interrupted:  # the specs and the state, or none
-            write_placements(specs, result.mem_ids, result.offsets)
-            for mem_id in range(1, memory_count + 1):
-                order = slot_owner[result.memory_order[mem_id]]
-                state.allocated_buffers[mem_id] = everything[order[order >= 0]].tolist()
-            # Upstream raises bufsizes in place_spec, so only for the tensors placed in
-            # this call: the core's call_bufsizes.
-            for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
-                if mem_id:
-                    state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
-            if interrupted():
-                state.allocated_buffers[:] = lists_before
-                state.bufsizes[:] = bufsizes_before
+    def _planned(
+        self,
+        specs: list[TensorSpec],
+        read: SpecArrays,
+        blocked: npt.NDArray[np.uint64],
+        preplaced: Preplaced,
+        weights: npt.NDArray[np.int64] | None,
+        memory_count: int,
+    ) -> PlanResult:
+        """The core's plan of ``specs`` around ``preplaced``; a tensor that fits nowhere
+        raised as upstream's ``MemoryPlanningAlgoFailure``, naming its spec."""
+        allowed = allowed_mask(np.array(self.memory_id_is_valid[1:], dtype=bool), memory_count)
+        try:
+            return self._core_plan(read, blocked, allowed, preplaced, weights)
+        except PlanningError as error:
+            failure = MemoryPlanningAlgoFailure(
+                f"{error}\n  spec: {specs[error.tensor_index]!r}\n"
+                f"  memory config: {self.memory_config}"
+            )
+            failure.spec = specs[error.tensor_index]  # the one that fits nowhere
+            raise failure from error
+
+    def _core_plan(
+        self,
+        read: SpecArrays,
+        blocked: npt.NDArray[np.uint64],
+        allowed: int,
+        preplaced: Preplaced,
+        weights: npt.NDArray[np.int64] | None,
+    ) -> PlanResult:
+        """The one call of the core: the read columns, this placer's memories and
+        options."""
+        return plan_prepared(
+            self.algorithm,
+            starts=read.starts,
+            ends=read.ends,
+            sizes=read.sizes,
+            memory_sizes=as_int64("memory_config.memory_sizes", self.memory_config.memory_sizes),
+            memory_alignments=as_int64(
+                "memory_config.memory_alignments", self.memory_config.memory_alignments
+            ),
+            blocked=blocked,
+            allowed=allowed,
+            preplaced=preplaced,
+            incoming_offsets=read.offsets,
+            keep_incoming_offset=True,
+            occupancy=self.occupancy,
+            work_budget=check_work_budget(self.work_budget, DEFAULT_WORK_BUDGET),
+            budget_ms=check_budget_ms(self.budget_ms),
+            weights=weights,
+        )
 
     def _weights(
         self, specs: list[TensorSpec], sizes: npt.NDArray[np.int64], graph_module: Any
@@ -292,6 +247,110 @@ class _CorePlannedAlgo(MemoryPlanningAlgo):
         if self.algorithm != "best" or self.objective == "bytes":
             return None
         return traffic_weights(specs, sizes, graph_module)
+
+
+def _already_placed(
+    specs: list[TensorSpec], state: MemoryPlanningState
+) -> tuple[list[TensorSpec], list[int]]:
+    """The specs ``state`` holds already and their memories, after checking that memory 0
+    holds none, that no spec is given twice, and that none is both placed and given."""
+    placed: list[TensorSpec] = []
+    placed_mem_ids: list[int] = []
+    for mem_id, buffers in enumerate(state.allocated_buffers):
+        if mem_id == 0 and buffers:
+            raise ValueError("state.allocated_buffers[0] must be empty: memory 0 is reserved")
+        placed.extend(buffers)
+        placed_mem_ids.extend([mem_id] * len(buffers))
+    # Plain TensorSpecs hash by identity, so a set of them is a set of identities,
+    # built without an id() call per spec.
+    by_identity = _SPECS_HASH_BY_IDENTITY and set(map(type, chain(specs, placed))) <= {TensorSpec}
+    spec_ids: set[Any] = set(specs) if by_identity else set(map(id, specs))
+    if len(spec_ids) != len(specs):
+        seen: set[int] = set()
+        for index, spec in enumerate(specs):
+            if id(spec) in seen:
+                raise ValueError(f"spec {index} appears twice in specs: {spec!r}")
+            seen.add(id(spec))
+    for index, (spec, mem_id, preset) in enumerate(
+        zip(placed, placed_mem_ids, preset_mem_ids(placed), strict=True)
+    ):
+        if (spec if by_identity else id(spec)) in spec_ids:
+            raise ValueError(f"already-placed spec {index} is also in specs: {spec!r}")
+        if preset != mem_id:
+            raise ValueError(
+                f"already-placed spec {index} is in state.allocated_buffers[{mem_id}]"
+                f" but has mem_id {preset}: {spec!r}"
+            )
+    return placed, placed_mem_ids
+
+
+def _blocked_memories(
+    specs: list[TensorSpec], placement_constraints: MemConstraints, memory_count: int
+) -> npt.NDArray[np.uint64]:
+    """Per spec, the bit mask of the memories its blocklist forbids."""
+    blocklists = mem_id_blocklists(placement_constraints)  # {id(spec): set of mem ids}
+    blocked = np.zeros(len(specs), dtype=np.uint64)
+    if blocklists:
+        for index, spec in enumerate(specs):
+            for mem_id in blocklists.get(id(spec), ()):
+                if not 1 <= mem_id <= memory_count:
+                    raise ValueError(
+                        f"spec {index}: its blocklist names memory {mem_id}, which does not"
+                        f" exist (1..{memory_count}): {spec!r}"
+                    )
+                blocked[index] |= np.uint64(1 << mem_id)
+    return blocked
+
+
+def _with_reserved_bytes(
+    preplaced: Preplaced, graph_module: Any, spec_count: int
+) -> tuple[Preplaced, npt.NDArray[np.int64]]:
+    """``preplaced`` with what the graph's control-flow submodules hold
+    (planning_pass.py's _plan_around_submodules), and memory_order's slots as indices
+    into ``chain(placed, specs)``, -1 for reserved bytes. The heuristic scans a memory's
+    placed tensors in list order, which upstream keeps sorted by offset: all of them are
+    given so."""
+    placed_count = len(preplaced.starts)  # type: ignore[arg-type]
+    reserved = reserved_bytes(graph_module)
+    held = 0 if reserved is None else len(reserved.starts)
+    slot_owner = np.arange(placed_count + spec_count, dtype=np.int64)
+    if reserved is not None and held:
+        joined = [np.concatenate(columns) for columns in zip(reserved, preplaced, strict=True)]
+        by_offset = np.lexsort((joined[4], joined[3]))
+        preplaced = Preplaced(*(column[by_offset] for column in joined))
+        slot_owner = np.concatenate(
+            [np.where(by_offset >= held, by_offset - held, -1), slot_owner[placed_count:]]
+        )
+    return preplaced, slot_owner
+
+
+def _write_back(
+    specs: list[TensorSpec],
+    placed: list[TensorSpec],
+    result: PlanResult,
+    state: MemoryPlanningState,
+    slot_owner: npt.NDArray[np.int64],
+    memory_count: int,
+) -> None:
+    """The plan written to the specs and ``state`` as upstream's Python leaves them, all of
+    it or (Ctrl-C meanwhile) none."""
+    # Each memory's list by one numpy take: the order is the offsets', so a list's
+    # __getitem__ per entry would jump around the specs (8 ms against 1 on Y_1).
+    everything = object_array(chain(placed, specs), len(placed) + len(specs))
+    lists_before, bufsizes_before = list(state.allocated_buffers), list(state.bufsizes)
+    with written_whole(specs) as interrupted:  # the specs and the state, or none
+        write_placements(specs, result.mem_ids, result.offsets)
+        for mem_id in range(1, memory_count + 1):
+            order = slot_owner[result.memory_order[mem_id]]
+            state.allocated_buffers[mem_id] = everything[order[order >= 0]].tolist()
+        # Upstream raises bufsizes in place_spec, so only for the tensors placed in
+        # this call: the core's call_bufsizes.
+        for mem_id, bufsize in enumerate(result.call_bufsizes.tolist()):
+            if mem_id:
+                state.bufsizes[mem_id] = max(state.bufsizes[mem_id], bufsize)
+        if interrupted():
+            state.allocated_buffers[:] = lists_before
+            state.bufsizes[:] = bufsizes_before
 
 
 def traffic_weights(

@@ -24,15 +24,15 @@ from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, Executo
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.storage_sharing import op_name, storage_sharing_spec_ids
 from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
-from .._types import ALGORITHMS, DEFAULT_BUDGET, NOTHING_SPENT, Budget, SearchSpent
-from ..io.memories import Memory
+from .._types import ALGORITHMS, NOTHING_SPENT, SearchSpent
+from ..request import Hierarchy, Memory, PlanningOptions
 from ..stats import TensorTable
 from . import LOWERING_DESCRIPTIONS, LOWERINGS
 from .algorithms import traffic_weights
 from .compiler import cadence_backend_config, import_cadence_compiler
-from .storage_sharing import op_name, storage_sharing_spec_ids
 
 __all__ = [
     "LOWERING_DESCRIPTIONS",
@@ -115,13 +115,7 @@ class TimedPlanning:
 
 def memory_config(memories: Sequence[Memory]) -> MemoryConfig:
     """Upstream's ``MemoryConfig`` for a hierarchy, names and base addresses included."""
-    bases = [memory.base_address for memory in memories]
-    return MemoryConfig(
-        [memory.size for memory in memories],
-        memory_alignments=[memory.alignment for memory in memories],
-        memory_names=[memory.name for memory in memories],
-        base_addrs=None if None in bases else bases,
-    )
+    return MemoryConfig(**Hierarchy(memories).memory_config_arguments())
 
 
 @dataclass
@@ -224,38 +218,29 @@ def lower_and_plan(
     edge: EdgeProgramManager,
     planning_class: type,
     memories: Sequence[Memory],
-    algorithm: str,
-    alloc_inputs: bool = True,
-    alloc_outputs: bool = True,
-    who: str = "C++ core",
-    budget: Budget = DEFAULT_BUDGET,
+    options: PlanningOptions,
     *,
-    lowering: str,
-    objective: str = "bytes",
-    reorder: bool = False,
+    who: str = "C++ core",
 ) -> LoweredPlan:
     """``edge.to_executorch`` with ``planning_class`` (ours or upstream's
-    ``CadenceMemoryPlanning``) as the memory-planning pass, in the backend config of the
-    ``lowering`` that made ``edge``; raises what the pass raises. ``budget`` is our
-    ``"best"`` placer's (``Budget()``: its default); ``objective`` is its objective;
-    ``reorder`` our pass's (it plans better node orders too)."""
+    ``CadenceMemoryPlanning``) as the memory-planning pass, planned as ``options`` say, in
+    the backend config of the lowering that made ``edge`` (``options.lowering``); raises
+    what the pass raises. ``who`` names the placer in the timings."""
     pass_ = planning_class(
         memory_config(memories),
         CompileMode.DEFAULT,
-        ALGORITHMS.index(algorithm),
-        alloc_graph_input=alloc_inputs,
-        alloc_graph_output=alloc_outputs,
-        **({"reorder": True} if reorder else {}),
+        ALGORITHMS.index(options.algorithm),
+        alloc_graph_input=options.alloc_inputs,
+        alloc_graph_output=options.alloc_outputs,
+        **({"reorder": True} if options.reorder else {}),
     )
-    if budget != DEFAULT_BUDGET:  # ours only: upstream's placers have no budget
-        pass_.algo.work_budget, pass_.algo.budget_ms = budget
-    if objective != "bytes":
-        pass_.algo.objective = objective
+    if options.algorithm == "best":  # ours only: upstream's placers take no options
+        options.configure(pass_.algo)
     planning = TimedPlanning(pass_)
     began = time.perf_counter()
-    program = edge.to_executorch(backend_config(lowering, planning))
+    program = edge.to_executorch(backend_config(options.lowering, planning))
     total_seconds = time.perf_counter() - began
-    table, node_names = program_table(program, alloc_inputs, alloc_outputs)
+    table, node_names = program_table(program, options.alloc_inputs, options.alloc_outputs)
     timings = {
         f"placer ({who})": planning.placer_seconds,
         "memory-planning pass": planning.pass_seconds,
@@ -272,10 +257,13 @@ def lower_and_plan(
     if reordered is not None:
         timings["reorder (all its plans)"] = reordered.seconds
     weights = None
-    if objective == "traffic":  # its rows are program_table's
+    if options.objective == "traffic":  # its rows are program_table's
         exported = program.exported_program()
         weights = PlannedSpecs(
-            exported.graph_module, exported.graph_signature, alloc_inputs, alloc_outputs
+            exported.graph_module,
+            exported.graph_signature,
+            options.alloc_inputs,
+            options.alloc_outputs,
         ).traffic()
     spent = getattr(pass_.algo, "spent", NOTHING_SPENT)  # ours only
     return LoweredPlan(

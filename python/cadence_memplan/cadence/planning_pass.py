@@ -65,6 +65,7 @@ from torch.export import ExportGraphSignature
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from .._boundary import upstream
+from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm
 from .._boundary.control_flow import (
     ArenaDoesNotFit,
     ArenaPlacer,
@@ -338,7 +339,7 @@ def _simplify_idma_ops(graph_module: torch.fx.GraphModule) -> None:
 
 
 def plan_graph(
-    algo: Any,
+    algo: MemoryPlanningAlgorithm,
     graph_module: torch.fx.GraphModule,
     graph_signature: Any,
     alloc_graph_input: bool,
@@ -370,7 +371,7 @@ def plan_graph(
 
 
 def _plan_scope(
-    algo: Any,
+    algo: MemoryPlanningAlgorithm,
     alignment: int,
     graph_module: torch.fx.GraphModule,
     graph_signature: Any,
@@ -414,7 +415,7 @@ def _plan_scope(
 
 
 def _plan_around_submodules(
-    algo: Any,
+    algo: Any,  # Cadence's MemoryPlanningAlgo: its memory_config is read too
     alignment: int,
     specs: list[TensorSpec],
     graph_module: torch.fx.GraphModule,

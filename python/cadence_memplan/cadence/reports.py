@@ -16,7 +16,7 @@ purpose (the relative placements of cat, slice and view "nops") are counted once
 pass the ``MemConstraints`` that planned the graph to leave those out, as the other
 reports do. :func:`print_memory_planning_info` has no constraints to go by and leaves them
 out by the package's one definition of "shares storage",
-:func:`.storage_sharing.storage_sharing_spec_ids`, as the command line does.
+:func:`~cadence_memplan._boundary.storage_sharing.storage_sharing_spec_ids`, as the command line does.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from tabulate import tabulate
 from torch.export import ExportGraphSignature
 
 from .. import stats
+from .._boundary.storage_sharing import storage_sharing_spec_ids
 from .._boundary.tensorspecs import allocated_sizes, read_placements
 from ..stats import TensorTable
-from .storage_sharing import storage_sharing_spec_ids
 
 __all__ = [
     "PER_MEMORY_HEADERS",

@@ -30,8 +30,9 @@ from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
 
-from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget, Objective
-from ..io.memories import Memory
+from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm
+from .._types import ALGORITHMS
+from ..request import Memory, PlanningOptions
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
 from .lowering import PlannedSpecs, backend_config, memory_config
@@ -78,7 +79,7 @@ class _AlgoCall:
 class _RecordingAlgo:
     """Stands in for a ``MemoryPlanningAlgo``: records each call, then makes it."""
 
-    def __init__(self, algo: Any) -> None:
+    def __init__(self, algo: MemoryPlanningAlgorithm) -> None:
         self.algo = algo
         self.calls: list[_AlgoCall] = []
 
@@ -113,46 +114,33 @@ class Replanner:
 
     ``memories`` is the configuration of the one real planning run inside
     ``to_executorch``; if it does not fit, that is not an error here (each configuration
-    the caller asks for is planned on its own). ``lowering`` is the one that made
-    ``edge`` ("cadence" or "exir"): ``to_executorch`` runs in its backend config, as
+    the caller asks for is planned on its own). ``options`` are that run's
+    (:class:`~cadence_memplan.request.PlanningOptions`); its ``lowering`` is the one that
+    made ``edge``: ``to_executorch`` runs in its backend config, as
     :func:`~cadence_memplan.cadence.lowering.lower_and_plan` does, so each replay is
-    the plan a whole lowering makes. ``budget`` and ``objective`` are ``best``'s, for
-    every replay unless :meth:`plan` is given another budget. ``last_placer`` is the
-    placer of the last replay (``last_result``, ``last_kept``, ``calls``, ``work``: what
-    it planned and proved), None before the first.
+    the plan a whole lowering makes. Each replay plans as ``options`` say unless
+    :meth:`plan` is given others (what is allocated stays the lowering's).
+    ``last_placer`` is the placer of the last replay (``last_result``, ``last_kept``,
+    ``calls``, ``work``: what it planned and proved), None before the first.
     """
 
     def __init__(
-        self,
-        edge: EdgeProgramManager,
-        memories: Sequence[Memory],
-        algorithm: str,
-        alloc_inputs: bool = True,
-        alloc_outputs: bool = True,
-        budget: Budget = DEFAULT_BUDGET,
-        *,
-        lowering: str,
-        objective: Objective = "bytes",
+        self, edge: EdgeProgramManager, memories: Sequence[Memory], options: PlanningOptions
     ) -> None:
-        self.budget = budget  # our "best" placer's (Budget(): its default)
-        self.objective = objective
+        self.options = options
         self.last_placer: Any = None
-        self.mem_algo = ALGORITHMS.index(algorithm)
-        self.alloc_inputs = alloc_inputs
-        self.alloc_outputs = alloc_outputs
         planning = CadenceMemoryPlanning(
             memory_config(memories),
             CompileMode.DEFAULT,
-            self.mem_algo,
-            alloc_graph_input=alloc_inputs,
-            alloc_graph_output=alloc_outputs,
+            ALGORITHMS.index(options.algorithm),
+            alloc_graph_input=options.alloc_inputs,
+            alloc_graph_output=options.alloc_outputs,
         )
-        planning.algo.work_budget, planning.algo.budget_ms = budget
-        planning.algo.objective = objective
+        options.configure(planning.algo)
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         try:
-            edge.to_executorch(backend_config(lowering, planning))
+            edge.to_executorch(backend_config(options.lowering, planning))
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise
@@ -165,27 +153,29 @@ class Replanner:
         self.call = recorder.calls[0]
         self.node_names: list[str] = [node.name for node in self.call.graph_module.graph.nodes]
         self.planned_specs = PlannedSpecs(
-            self.call.graph_module, self.call.graph_signature, alloc_inputs, alloc_outputs
+            self.call.graph_module,
+            self.call.graph_signature,
+            options.alloc_inputs,
+            options.alloc_outputs,
         )
 
     def plan(
-        self, memories: Sequence[Memory], algorithm: str | None = None, budget: Budget | None = None
+        self, memories: Sequence[Memory], options: PlanningOptions | None = None
     ) -> TensorTable:
-        """The plan at ``memories``, as ``plan`` would make it, with ``algorithm`` (default:
-        the one given when the model was lowered) and ``budget`` (default: the one given
-        then); raises one of :data:`PLANNING_FAILURES` (every spec put back) when it does
-        not fit."""
+        """The plan at ``memories``, as ``plan`` would make it, with ``options``' placer,
+        budget and objective (default: the lowering's); raises one of
+        :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
         call = self.call
         call.restore()
+        replay = self.options if options is None else options
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
             CompileMode.DEFAULT,
-            self.alloc_inputs,
-            self.alloc_outputs,
+            self.options.alloc_inputs,
+            self.options.alloc_outputs,
             None,
-        )[self.mem_algo if algorithm is None else ALGORITHMS.index(algorithm)]
-        algo.work_budget, algo.budget_ms = self.budget if budget is None else budget
-        algo.objective = self.objective
+        )[ALGORITHMS.index(replay.algorithm)]
+        replay.configure(algo)
         self.last_placer = algo
         try:
             with deferred_recompile(call.graph_module):

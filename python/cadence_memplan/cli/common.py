@@ -1,11 +1,11 @@
-"""What the commands share: exit codes, errors, progress, options, inputs, outputs."""
+"""What the commands share: exit codes, errors, warnings, progress, outputs (the planning
+options and the preamble of plan, sweep and size are ``planning_request.py``'s)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import logging
-import math
 import os
 import re
 import sys
@@ -15,18 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._types import ALGORITHMS, Budget
-from ..api import DEFAULT_WORK_BUDGET
-from ..cadence import LOWERINGS
-from ..io.memories import (
-    DEFAULT_MEMORY_SPEC,
-    Memory,
-    memory_warnings,
-    parse_memory_spec,
-    read_memory_config,
-)
 from ..io.outputs import OutputError, OutputFiles
-from ..planning import DoesNotFit, InputError, InvalidPlan, LoweringError
+from ..request import Memory
+from ..request.inputs import DoesNotFit, InputError, InvalidPlan, LoweringError
 from ..stats import format_bytes
 
 PROG = "cadence-memplan"
@@ -65,124 +56,6 @@ class Progress:
             print(f"{PROG}: [{elapsed:5.1f} s] {message}", file=self.stream, flush=True)
 
 
-def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True) -> None:
-    """--memory/--memory-config, --algo, --work, --budget, --lowering,
-    --alloc-inputs/outputs: how to plan, the same for plan, sweep and size (without
-    ``placer``, no --algo: the command plans with best)."""
-    memory = parser.add_mutually_exclusive_group()
-    memory.add_argument(
-        "--memory",
-        action=_Once,
-        metavar="[NAME=]SIZE:ALIGN,...",
-        help="memories, fastest first; units B, KiB, MiB, GiB, TiB; a memory without a name"
-        f" is named by its id (default: {DEFAULT_MEMORY_SPEC})",
-    )
-    memory.add_argument(
-        "--memory-config",
-        action=_Once,
-        metavar="FILE",
-        help="a .json or .toml file listing memories with names and base addresses",
-    )
-    if placer:
-        parser.add_argument(
-            "--algo",
-            choices=ALGORITHMS,
-            default=DEFAULT_ALGORITHM,
-            help="placer: position = first fit (upstream's mem_algo=0), heuristic = best fit"
-            " (mem_algo=1), best = the smallest of many plans, fewest bytes outside memory 1"
-            " first (ours, mem_algo=2) (default: %(default)s)",
-        )
-        work = "with --algo best: the units of work its search may spend"
-        cap = "with --algo best: also stop its search after MS milliseconds of wall time"
-        result = "plan"
-    else:
-        parser.set_defaults(algo="best")
-        work = "the units of work best may spend in all, split across its plans"
-        cap = "also stop best after MS milliseconds of wall time in all"
-        result = "answer"
-    parser.add_argument(
-        "--work",
-        metavar="N",
-        type=whole_number("units"),
-        help=f"{work}; counted, not timed, so the {result} is the same on every run and"
-        f" machine (a unit is about 15 µs on one core) (default: {DEFAULT_WORK_BUDGET:,})",
-    )
-    parser.add_argument(
-        "--budget",
-        metavar="MS",
-        type=_budget,
-        help=f"{cap}; the {result} then depends on the machine's speed and load (default: no cap)",
-    )
-    parser.add_argument(
-        "--lowering",
-        choices=LOWERINGS,
-        help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
-        " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
-        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
-        f" puts Cadence's nops in) (default: {DEFAULT_LOWERING})",
-    )
-    for what in ("inputs", "outputs"):
-        parser.add_argument(
-            f"--alloc-{what}",
-            action=argparse.BooleanOptionalAction,
-            help=f"plan the graph's {what} (models only) (default: yes)",
-        )
-
-
-class _Once(argparse.Action):
-    """An option that may be given once: a second one is refused, not silently kept."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        if getattr(namespace, self.dest) is not None:
-            raise argparse.ArgumentError(
-                self,
-                f"given more than once ({getattr(namespace, self.dest)!r}, then {values!r});"
-                " list every memory in one, fastest first: --memory fast=256KiB:16,near=4MiB:64",
-            )
-        setattr(namespace, self.dest, values)
-
-
-MODEL_OPTIONS = ("lowering", "alloc_inputs", "alloc_outputs")
-
-
-def model_options(arguments: argparse.Namespace, is_model: bool) -> None:
-    """Options that apply to models only are refused for a CSV instance or a synthetic
-    graph, and set to their defaults for a model (the parser leaves them None, so a given
-    one can be told from a default)."""
-    given = [name for name in MODEL_OPTIONS if getattr(arguments, name) is not None]
-    if given and not is_model:
-        options = ", ".join(_option_text(arguments, name) for name in given)
-        raise CliError(f"{options}: for models only (a CSV or synthetic input has no graph)")
-    if arguments.lowering is None:
-        arguments.lowering = DEFAULT_LOWERING
-    for name in ("alloc_inputs", "alloc_outputs"):
-        if getattr(arguments, name) is None:
-            setattr(arguments, name, True)
-
-
-def _option_text(arguments: argparse.Namespace, name: str) -> str:
-    if name == "lowering":
-        return f"--lowering {arguments.lowering}"
-    flag = name.replace("_", "-")
-    return f"--{flag}" if getattr(arguments, name) else f"--no-{flag}"
-
-
-def _budget(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= 0 or math.isinf(value):  # NaN too
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds >= 0")
-    return value
-
-
 def whole_number(noun: str) -> Callable[[str], int]:
     """An argparse type: a count >= 0, with ``,`` or ``_`` between digits allowed
     (``450,000``); the error names what is counted."""
@@ -197,18 +70,6 @@ def whole_number(noun: str) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-def budget_from_arguments(arguments: argparse.Namespace) -> Budget:
-    """``--work`` and ``--budget`` (best's work and wall-clock cap), refused with another
-    placer, which does not search."""
-    for option, value in (("--work", arguments.work), ("--budget", arguments.budget)):
-        if value is not None and arguments.algo != "best":
-            raise CliError(
-                f"{option} applies to --algo best only (--algo {arguments.algo} places every"
-                " tensor once, without a search)"
-            )
-    return Budget(arguments.work, arguments.budget)
 
 
 def checked_outputs(
@@ -231,25 +92,6 @@ def checked_outputs(
 def warn(message: str) -> None:
     """A warning: one line on stderr, also under --quiet (it is not progress)."""
     print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr, flush=True)
-
-
-def memories_from_arguments(arguments: argparse.Namespace) -> list[Memory]:
-    """The hierarchy of --memory or --memory-config; what looks like a mistake in it is
-    warned about (the plan still runs: the hierarchy is legal)."""
-    try:
-        if arguments.memory_config is not None:
-            where = f"--memory-config {arguments.memory_config}"
-            memories = read_memory_config(arguments.memory_config)
-        else:
-            where = "--memory"
-            memories = parse_memory_spec(
-                DEFAULT_MEMORY_SPEC if arguments.memory is None else arguments.memory
-            )
-    except ValueError as error:
-        raise CliError(str(error)) from error
-    for warning in memory_warnings(memories):
-        warn(f"{where}: {warning}")
-    return memories
 
 
 def check_matplotlib(plot: str | None) -> None:

@@ -72,69 +72,12 @@ def print_diff(
     """``cadence-memplan diff``: each memory's peak usage and bound in both plans, then
     the moved tensors summed per pair of memories (``every_tensor``: each one listed, and
     every tensor with another size or lifetime), and those only one plan has."""
-
-    def delta(pair: tuple[int, int]) -> str:
-        change = pair[1] - pair[0]
-        return f"{change:+,}" if change else "0"
-
-    def memory_name(memory: MemoryChange) -> str:
-        """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
-        names = [m.name for m in (memory.before, memory.after) if m is not None]
-        if not names:  # plan CSVs list no memories
-            return str(memory.mem_id)
-        return names[0] if len(set(names)) == 1 else "/".join(names)
-
-    def side_name(memory: Memory | None, mem_id: int) -> str:
-        return memory.name if memory is not None else f"memory {mem_id}"
-
-    def memory_text(memory: Memory | None) -> str:
-        if memory is None:
-            return "no such memory"
-        base = "" if memory.base_address is None else f", base {hex(memory.base_address)}"
-        return f"{memory.name}: {memory.size:,} B, alignment {memory.alignment}{base}"
-
     print(f"--- {before_name}: {plural(difference.tensor_counts[0], 'tensor')}")
     print(f"+++ {after_name}: {plural(difference.tensor_counts[1], 'tensor')}")
-    rows = []
-    for memory in difference.memories:
-        rows.append(
-            [
-                memory_name(memory),
-                f"{memory.peak_usage[0]:,}",
-                f"{memory.peak_usage[1]:,}",
-                delta(memory.peak_usage),
-                f"{memory.peak_live_bytes[0]:,}",
-                f"{memory.peak_live_bytes[1]:,}",
-                delta(memory.peak_live_bytes),
-                f"{memory.tensor_count[0]:,}",
-                f"{memory.tensor_count[1]:,}",
-            ]
-        )
-    print_table(
-        [
-            "memory",
-            "peak usage ---",
-            "+++",
-            "change (B)",
-            "peak live ---",
-            "+++",
-            "change (B)",
-            "tensors ---",
-            "+++",
-        ],
-        rows,
-    )
-    for memory in difference.memories:
-        if memory.before != memory.after:
-            print(
-                f"memory {memory.mem_id} differs: --- {memory_text(memory.before)};"
-                f" +++ {memory_text(memory.after)}"
-            )
+    _print_memories(difference)
     if difference.identical:
         print(f"plans identical ({plural(difference.tensor_counts[0], 'tensor')})")
         return
-    before_names = {m.mem_id: side_name(m.before, m.mem_id) for m in difference.memories}
-    after_names = {m.mem_id: side_name(m.after, m.mem_id) for m in difference.memories}
     moved = difference.moved
     resized = [change for change in difference.changed if change.before[2:] != change.after[2:]]
     moved_bytes = sum(change.after[2] for change in moved)
@@ -142,36 +85,8 @@ def print_diff(
         f"moved: {plural(len(moved), 'tensor')} changed memory or offset"
         + (f", {moved_bytes:,} B" if moved else "")
     )
-    if moved and not every_tensor:
-        print_indented(
-            ["from", "to", "tensors", "bytes"],
-            [
-                [
-                    before_names[moves.before],
-                    after_names[moves.after]
-                    + (" (offset only)" if moves.before == moves.after else ""),
-                    f"{moves.tensors:,}",
-                    f"{moves.size:,}",
-                ]
-                for moves in difference.moves_by_memory()
-            ],
-            names=2,
-        )
-    if moved and every_tensor:
-        print_indented(
-            ["tensor", "size (B)", "memory ---", "offset ---", "memory +++", "offset +++"],
-            [
-                [
-                    change.name,
-                    f"{change.after[2]:,}",
-                    before_names[change.before[0]],
-                    f"{change.before[1]:,}",
-                    after_names[change.after[0]],
-                    f"{change.after[1]:,}",
-                ]
-                for change in moved
-            ],
-        )
+    if moved:
+        _print_moved(difference, every_tensor)
     if resized:
         print(f"resized: {plural(len(resized), 'tensor')} with another size or lifetime")
     if resized and every_tensor:
@@ -194,3 +109,102 @@ def print_diff(
             print(f"only in {sign}: {plural(len(only), 'tensor')}: {shown}")
     if not every_tensor and (moved or resized):
         print("every tensor: diff --all")
+
+
+def _delta(pair: tuple[int, int]) -> str:
+    change = pair[1] - pair[0]
+    return f"{change:+,}" if change else "0"
+
+
+def _memory_name(memory: MemoryChange) -> str:
+    """``fast``, or ``fast/1`` when the plans name memory ``mem_id`` differently."""
+    names = [m.name for m in (memory.before, memory.after) if m is not None]
+    if not names:  # plan CSVs list no memories
+        return str(memory.mem_id)
+    return names[0] if len(set(names)) == 1 else "/".join(names)
+
+
+def _side_name(memory: Memory | None, mem_id: int) -> str:
+    return memory.name if memory is not None else f"memory {mem_id}"
+
+
+def _memory_text(memory: Memory | None) -> str:
+    if memory is None:
+        return "no such memory"
+    base = "" if memory.base_address is None else f", base {hex(memory.base_address)}"
+    return f"{memory.name}: {memory.size:,} B, alignment {memory.alignment}{base}"
+
+
+def _print_memories(difference: PlanDiff) -> None:
+    """Each memory's peak usage, peak live bytes and tensors in both plans, and the
+    memories the two plans describe differently."""
+    rows = [
+        [
+            _memory_name(memory),
+            f"{memory.peak_usage[0]:,}",
+            f"{memory.peak_usage[1]:,}",
+            _delta(memory.peak_usage),
+            f"{memory.peak_live_bytes[0]:,}",
+            f"{memory.peak_live_bytes[1]:,}",
+            _delta(memory.peak_live_bytes),
+            f"{memory.tensor_count[0]:,}",
+            f"{memory.tensor_count[1]:,}",
+        ]
+        for memory in difference.memories
+    ]
+    print_table(
+        [
+            "memory",
+            "peak usage ---",
+            "+++",
+            "change (B)",
+            "peak live ---",
+            "+++",
+            "change (B)",
+            "tensors ---",
+            "+++",
+        ],
+        rows,
+    )
+    for memory in difference.memories:
+        if memory.before != memory.after:
+            print(
+                f"memory {memory.mem_id} differs: --- {_memory_text(memory.before)};"
+                f" +++ {_memory_text(memory.after)}"
+            )
+
+
+def _print_moved(difference: PlanDiff, every_tensor: bool) -> None:
+    """The moved tensors summed per pair of memories, or (``every_tensor``) each one."""
+    before_names = {m.mem_id: _side_name(m.before, m.mem_id) for m in difference.memories}
+    after_names = {m.mem_id: _side_name(m.after, m.mem_id) for m in difference.memories}
+    if not every_tensor:
+        print_indented(
+            ["from", "to", "tensors", "bytes"],
+            [
+                [
+                    before_names[moves.before],
+                    after_names[moves.after]
+                    + (" (offset only)" if moves.before == moves.after else ""),
+                    f"{moves.tensors:,}",
+                    f"{moves.size:,}",
+                ]
+                for moves in difference.moves_by_memory()
+            ],
+            names=2,
+        )
+        return
+    print_indented(
+        ["tensor", "size (B)", "memory ---", "offset ---", "memory +++", "offset +++"],
+        [
+            [
+                change.name,
+                f"{change.after[2]:,}",
+                before_names[change.before[0]],
+                f"{change.before[1]:,}",
+                after_names[change.after[0]],
+                f"{change.after[1]:,}",
+            ]
+            for change in difference.moved
+        ],
+    )

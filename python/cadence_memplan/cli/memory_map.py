@@ -148,10 +148,6 @@ def _draw_memory(
 ) -> None:
     """Draw memory ``index``'s tensors and live bytes on ``axis``; with ``tooltips`` (SVG),
     one patch per tensor whose gid maps to its tooltip there."""
-    from matplotlib.collections import PolyCollection
-    from matplotlib.colors import LinearSegmentedColormap
-    from matplotlib.patches import Rectangle
-
     mem_id = index + 1
     colour = f"C{index % 10}"  # the default colour cycle
     chosen = np.flatnonzero(table.mem_ids == mem_id)
@@ -159,65 +155,99 @@ def _draw_memory(
     width = (table.ends[chosen] - table.starts[chosen] + 1).astype(float)  # inclusive end
     bottom = table.offsets[chosen].astype(float)
     height = table.sizes[chosen].astype(float)
-    x_pixels, y_pixels = _pixels_per_unit(axis)
     if len(chosen) > AGGREGATE_ABOVE:
-        occupancy, extent = _occupancy(left, width, bottom, height, axis)
-        colours = LinearSegmentedColormap.from_list("occupancy", ["white", colour])
-        axis.imshow(
-            occupancy,
-            extent=extent,
-            origin="lower",
-            aspect="auto",
-            cmap=colours,
-            vmin=0.0,
-            vmax=1.0,
-            interpolation="nearest",
-            zorder=1,
-        )
-        axis.set_title(
-            axis.get_title(loc="left") + "; too many to draw one by one: the shade is the"
-            " share of each small cell in use",
-            fontsize=9,
-            loc="left",
-        )
+        _draw_occupancy(axis, (left, width, bottom, height), colour)
     else:
-        # Thin tensors are widened (and raised) to MIN_PIXELS about their centre.
-        drawn_width = np.maximum(width, MIN_PIXELS / x_pixels)
-        drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
-        drawn_left = left - (drawn_width - width) / 2
-        drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
-        own_style, inside_style = _tensor_styles(colour)
-        inside = table.shares_storage[chosen]
-        if tooltips is not None:
-            # One patch per tensor, so that SVG gets one element (and <title>) each.
-            for row, x, y, w, h, shares in zip(
-                chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height,
-                inside.tolist(), strict=True,
-            ):  # fmt: skip
-                gid = f"tensor-{mem_id}-{row}"
-                style = inside_style if shares else own_style
-                axis.add_patch(Rectangle((x, y), w, h, gid=gid, **style))
-                tooltips[gid] = _tooltip(table, row, memory)
-        else:
-            corners = np.stack(
-                [
-                    np.stack((drawn_left, drawn_bottom), axis=-1),
-                    np.stack((drawn_left, drawn_bottom + drawn_height), axis=-1),
-                    np.stack((drawn_left + drawn_width, drawn_bottom + drawn_height), axis=-1),
-                    np.stack((drawn_left + drawn_width, drawn_bottom), axis=-1),
-                ],
-                axis=1,
-            )
-            # Hosts first; the tensors inside them on top, hatched and unfilled, so that
-            # the host shows through and no one reads them as overlapping allocations.
-            for keep, style in ((~inside, own_style), (inside, inside_style)):
-                if keep.any():
-                    axis.add_collection(
-                        PolyCollection(corners[keep], **style)  # type: ignore[arg-type]
-                    )
-        if len(chosen) <= LABEL_LIMIT:
-            _label_tensors(axis, table, chosen, x_pixels, y_pixels)
-    live = live_bytes_per_node(table, mem_id, last_node)
+        boxes = (left, width, bottom, height)
+        _draw_tensors(axis, table, chosen, (mem_id, memory), boxes, tooltips)
+    _draw_live_bytes(axis, live_bytes_per_node(table, mem_id, last_node), last_node)
+
+
+# A memory's tensors as rectangles: left, width, bottom, height (floats, one per tensor).
+_Boxes = tuple[Any, Any, Any, Any]
+
+
+def _draw_occupancy(axis: Axes, boxes: _Boxes, colour: str) -> None:
+    """Too many tensors to draw one by one: the share of each small cell in use, shaded."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    occupancy, extent = _occupancy(*boxes, axis)
+    colours = LinearSegmentedColormap.from_list("occupancy", ["white", colour])
+    axis.imshow(
+        occupancy,
+        extent=extent,
+        origin="lower",
+        aspect="auto",
+        cmap=colours,
+        vmin=0.0,
+        vmax=1.0,
+        interpolation="nearest",
+        zorder=1,
+    )
+    axis.set_title(
+        axis.get_title(loc="left") + "; too many to draw one by one: the shade is the"
+        " share of each small cell in use",
+        fontsize=9,
+        loc="left",
+    )
+
+
+def _draw_tensors(
+    axis: Axes,
+    table: TensorTable,
+    chosen: Any,
+    numbered_memory: tuple[int, Memory],
+    boxes: _Boxes,
+    tooltips: dict[str, str] | None,
+) -> None:
+    """The tensors of rows ``chosen`` (all in one memory), one rectangle each; with
+    ``tooltips``, one patch per tensor (SVG), else one collection per style."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Rectangle
+
+    left, width, bottom, height = boxes
+    mem_id, memory = numbered_memory
+    colour = f"C{(mem_id - 1) % 10}"  # the default colour cycle, as _draw_memory's
+    x_pixels, y_pixels = _pixels_per_unit(axis)
+    # Thin tensors are widened (and raised) to MIN_PIXELS about their centre.
+    drawn_width = np.maximum(width, MIN_PIXELS / x_pixels)
+    drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
+    drawn_left = left - (drawn_width - width) / 2
+    drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
+    own_style, inside_style = _tensor_styles(colour)
+    inside = table.shares_storage[chosen]
+    if tooltips is not None:
+        # One patch per tensor, so that SVG gets one element (and <title>) each.
+        for row, x, y, w, h, shares in zip(
+            chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height,
+            inside.tolist(), strict=True,
+        ):  # fmt: skip
+            gid = f"tensor-{mem_id}-{row}"
+            style = inside_style if shares else own_style
+            axis.add_patch(Rectangle((x, y), w, h, gid=gid, **style))
+            tooltips[gid] = _tooltip(table, row, memory)
+    else:
+        corners = np.stack(
+            [
+                np.stack((drawn_left, drawn_bottom), axis=-1),
+                np.stack((drawn_left, drawn_bottom + drawn_height), axis=-1),
+                np.stack((drawn_left + drawn_width, drawn_bottom + drawn_height), axis=-1),
+                np.stack((drawn_left + drawn_width, drawn_bottom), axis=-1),
+            ],
+            axis=1,
+        )
+        # Hosts first; the tensors inside them on top, hatched and unfilled, so that
+        # the host shows through and no one reads them as overlapping allocations.
+        for keep, style in ((~inside, own_style), (inside, inside_style)):
+            if keep.any():
+                axis.add_collection(PolyCollection(corners[keep], **style))
+    if len(chosen) <= LABEL_LIMIT:
+        _label_tensors(axis, table, chosen, x_pixels, y_pixels)
+
+
+def _draw_live_bytes(axis: Axes, live: Any, last_node: int) -> None:
+    """The memory's live bytes per node: a step line, or, with more nodes than pixel
+    columns, each column's most over a band down to its least."""
     columns = int(axis.get_window_extent().width)
     if last_node <= columns:
         axis.step(

@@ -14,31 +14,23 @@ import numpy as np
 from .._types import OBJECTIVES, Budget
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstream_placer_plans
-from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import Input, InputPlan, check_plan, load_input, plan_input, resolve_input
+from ..planning import InputPlan, check_plan, plan_input
+from ..request import Memory
 from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
     Progress,
-    add_planning_options,
-    budget_from_arguments,
-    check_matplotlib,
     checked_outputs,
     in_file_terms,
-    library_errors,
-    memories_from_arguments,
-    model_options,
-    model_stack_installed,
-    quiet_libraries,
-    warn,
     writing_outputs,
 )
 from .explaining import TensorNames, print_explanation
+from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
 from .printing import (
     Optimality,
@@ -134,11 +126,8 @@ def run(arguments: argparse.Namespace) -> int:
         for name, description in BUILTIN_INPUTS.items():
             print(f"{name:<16}{description}")
         return 0
-    progress = Progress(arguments.quiet)
-    with library_errors():
-        what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
-    memories = memories_from_arguments(arguments)
-    minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, memories)
+    request = CommandRequest.read(arguments)
+    minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, request.memories)
     outputs = checked_outputs(
         [
             (arguments.plot, "--plot", PLOT_SUFFIXES),
@@ -147,27 +136,15 @@ def run(arguments: argparse.Namespace) -> int:
             *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
             (arguments.pte, "--pte", (".pte",)),
         ],
-        inputs=[what.path, arguments.memory_config],
+        inputs=request.inputs,
     )
-    check_matplotlib(arguments.plot)
-    if arguments.input is None and not model_stack_installed():
-        # A numpy-only install still gets a demo from the bare command.
-        progress("torch/executorch not installed: planning the synthetic graph instead")
-        what = resolve_input("synthetic")
-    model_options(arguments, what.is_model)
-    if arguments.pte and not what.is_model:
+    options = request.planned("planning")
+    if arguments.pte and not request.what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
-    budget = budget_from_arguments(arguments)
-    if arguments.reorder and not what.is_model:
-        raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
-    if arguments.objective is not None:
-        if arguments.algo != "best":
-            raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
-        if not what.is_model:
-            raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
-    ours, upstream, comparison = _plan(arguments, what, memories, budget, progress)
-    same, problem, names = _print(arguments, ours, upstream, comparison, budget)
+    ours, upstream, comparison = _plan(request)
+    same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
     written: list[str] = []  # printed once every output is in place
+    progress = request.progress
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
     for line in written:
@@ -180,38 +157,22 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(
-    arguments: argparse.Namespace,
-    what: Input,
-    memories: Sequence[Memory],
-    budget: Budget,
-    progress: Progress,
-) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
+def _plan(request: CommandRequest) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
     """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
     plans of upstream's placers, and ``--compare``'s plan."""
-    algorithm = arguments.algo
-    options = {"alloc_inputs": arguments.alloc_inputs, "alloc_outputs": arguments.alloc_outputs}
-    # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
-    with (
-        quiet_libraries(arguments.debug or not what.is_model),
-        library_errors(memories, arguments.algo),
-    ):
-        loaded = load_input(what, lowering=arguments.lowering, progress=progress)
-        if what.kind == "csv" and not loaded.labels:
-            warn(f"{what.path} has a header and no buffers: there is nothing to plan")
-        ours = plan_input(
-            loaded, memories, algorithm, lowering=arguments.lowering, progress=progress,
-            budget=budget,
-            objective=arguments.objective or "bytes", reorder=arguments.reorder, **options,
-        )  # fmt: skip
+    options, memories, progress = request.options, request.memories, request.progress
+    assert options is not None
+    compare = request.arguments.compare
+    with request.loaded("plan") as loaded:
+        ours = plan_input(loaded, memories, options, progress=progress)
         upstream: list[UpstreamPlan] = []
-        if algorithm == "best":
+        if options.algorithm == "best":
             upstream = upstream_placer_plans(
-                loaded, memories, timed=arguments.compare, progress=progress, **options
+                loaded, memories, options, timed=compare, progress=progress
             )
         comparison = None
-        if arguments.compare and algorithm != "best":
-            comparison = compare_with_upstream(ours, loaded, progress=progress, **options)
+        if compare and options.algorithm != "best":
+            comparison = compare_with_upstream(ours, loaded, options, progress=progress)
     return ours, upstream, comparison
 
 

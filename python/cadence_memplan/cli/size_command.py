@@ -9,25 +9,10 @@ from typing import Any
 from .._types import OBJECTIVES
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..models import DEFAULT_INPUT
-from ..planning import load_input, resolve_input
 from ..sizing import DEFAULT_POINTS, MemorySizing, Sizing, size_input
 from ..stats import format_bytes
-from .common import (
-    CliError,
-    Progress,
-    add_planning_options,
-    budget_from_arguments,
-    check_matplotlib,
-    checked_outputs,
-    library_errors,
-    memories_from_arguments,
-    model_options,
-    model_stack_installed,
-    quiet_libraries,
-    warn,
-    whole_number,
-    writing_outputs,
-)
+from .common import checked_outputs, whole_number, writing_outputs
+from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
 from .printing import format_seconds, kept_terms, percent_used, print_table
 
@@ -74,32 +59,17 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    progress = Progress(arguments.quiet)
-    with library_errors():
-        what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
-    memories = memories_from_arguments(arguments)
+    request = CommandRequest.read(arguments)
     outputs = checked_outputs(
         [(arguments.json, "--json", (".json",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
-        inputs=[what.path, arguments.memory_config],
+        inputs=request.inputs,
     )
-    check_matplotlib(arguments.plot)
-    budget = budget_from_arguments(arguments)
-    if arguments.input is None and not model_stack_installed():
-        progress("torch/executorch not installed: sizing for the synthetic graph instead")
-        what = resolve_input("synthetic")
-    model_options(arguments, what.is_model)
-    if arguments.objective is not None and not what.is_model:
-        raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
-    with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories, "best"):
-        loaded = load_input(what, lowering=arguments.lowering, progress=progress)
-        if what.kind == "csv" and not loaded.labels:
-            warn(f"{what.path} has a header and no buffers: there is nothing to size")
+    options = request.planned("sizing for")
+    progress = request.progress
+    with request.loaded("size") as loaded:
         sizing = size_input(
-            loaded, memories, lowering=arguments.lowering, points=arguments.points,
-            budget=budget, objective=arguments.objective or "bytes",
-            alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
-            progress=progress,
-        )  # fmt: skip
+            loaded, request.memories, options, points=arguments.points, progress=progress
+        )
     print_sizing(sizing, arguments.points)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:

@@ -21,23 +21,10 @@ from ..analysis.sweep import (
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..models import DEFAULT_INPUT
-from ..planning import load_input, resolve_input, sweep_input
+from ..planning import sweep_input
 from ..stats import format_bytes, plural
-from .common import (
-    CliError,
-    Progress,
-    add_planning_options,
-    budget_from_arguments,
-    check_matplotlib,
-    checked_outputs,
-    library_errors,
-    memories_from_arguments,
-    model_options,
-    model_stack_installed,
-    quiet_libraries,
-    warn,
-    writing_outputs,
-)
+from .common import CliError, checked_outputs, writing_outputs
+from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
 from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
 
@@ -81,10 +68,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    progress = Progress(arguments.quiet)
-    with library_errors():
-        what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
-    memories = memories_from_arguments(arguments)
+    request = CommandRequest.read(arguments)
+    memories, progress = request.memories, request.progress
     try:
         varied = find_memory(memories, arguments.vary)
         sizes = parse_sweep_sizes(arguments.sizes)
@@ -92,14 +77,10 @@ def run(arguments: argparse.Namespace) -> int:
         raise CliError(str(error)) from error
     outputs = checked_outputs(
         [(arguments.out, "--out", (".csv",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
-        inputs=[what.path, arguments.memory_config],
+        inputs=request.inputs,
     )
-    check_matplotlib(arguments.plot)
-    budget = budget_from_arguments(arguments)
-    if arguments.input is None and not model_stack_installed():
-        progress("torch/executorch not installed: sweeping the synthetic graph instead")
-        what = resolve_input("synthetic")
-    model_options(arguments, what.is_model)
+    options = request.planned("sweeping")
+    what = request.what
     name = memories[varied].name
     every = max(1, len(sizes) // 10)
 
@@ -112,21 +93,11 @@ def run(arguments: argparse.Namespace) -> int:
         elif step % every == 0:
             progress(f"planning at {format_bytes(size)} ({step + 1} of {len(sizes)})")
 
-    # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
-    with (
-        quiet_libraries(arguments.debug or not what.is_model),
-        library_errors(memories, arguments.algo),
-    ):
-        loaded = load_input(what, lowering=arguments.lowering, progress=progress)
-        if what.kind == "csv" and not loaded.labels:
-            warn(f"{what.path} has a header and no buffers: there is nothing to plan")
+    with request.loaded("plan") as loaded:
         began = time.perf_counter()
         rows = sweep_input(
-            loaded, memories, varied, sizes, arguments.algo, lowering=arguments.lowering,
-            alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
-            budget=budget, progress=progress,
-            step_done=step_done,
-        )  # fmt: skip
+            loaded, memories, varied, sizes, options, progress=progress, step_done=step_done
+        )
         seconds = time.perf_counter() - began
 
     label = what.label

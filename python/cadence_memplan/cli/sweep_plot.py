@@ -60,38 +60,7 @@ def plot_sweep(
     name = memories[varied].name
     sizes = np.array([row.size for row in rows], dtype=float)
     fits = np.array([row.fits for row in rows])
-    outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
-    outside[~fits] = np.nan
-    outside_label = f"outside {memories[0].name}"
-
-    def held(index: int) -> np.ndarray[Any, Any]:
-        values = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
-        values[~fits] = np.nan  # no plan, no point
-        return values
-
-    # Each bytes panel: (axis, [(values, colour, label, style)]).
-    if panels is None:
-        figure, axes = plt.subplots(
-            2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
-        )
-        lines = [(held(index), f"C{index % 10}", memory.name, "-")
-                 for index, memory in enumerate(memories)]  # fmt: skip
-        lines.append((outside, "black", outside_label, "--"))
-        byte_panels = [(axes[0], lines, varied)]
-    else:
-        extra = len(memories) > 2  # with two memories, outside memory 1 is memory 2
-        count = len(panels) + extra
-        figure, axes = plt.subplots(
-            count + 1, 1, figsize=(10, 1.9 * count + 2), dpi=100, sharex=True,
-            height_ratios=(*([1.0] * count), 1.0),
-        )  # fmt: skip
-        byte_panels = [
-            (axes[position], [(held(index), f"C{index % 10}", memories[index].name, "-")],
-             index)
-            for position, index in enumerate(panels)
-        ]  # fmt: skip
-        if extra:
-            byte_panels.append((axes[len(panels)], [(outside, "black", outside_label, "--")], -1))
+    figure, axes, byte_panels = _figure(plt, rows, memories, panels, fits, varied)
     count_axis = axes[-1]
     marker = "o" if len(rows) <= 40 else None
     for index, memory in enumerate(memories):
@@ -101,46 +70,10 @@ def plot_sweep(
             sizes, counts, color=f"C{index % 10}", marker=marker, markersize=3,
             label=memory.name if panels is not None else None,
         )  # fmt: skip
-    notes = moves_against_growth(rows, memories, varied)
-    against = [index for index, note in enumerate(notes) if note]
-    marks = (
-        f"bigger {name}, fewer bytes in {name}"
-        if varied == 0
-        else f"bigger {name}, fewer bytes in memories 1..{varied + 1}"
-    )
-    step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
-    first_failure = int(np.argmin(fits))
-    kept = smallest_size_keeping_all(rows, varied)
-    for axis, panel_lines, index in byte_panels:
-        for values, colour, label, style in panel_lines:
-            axis.plot(
-                sizes, values, color=colour, linestyle=style, marker=None if style == "--"
-                else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
-            )  # fmt: skip
-        if against and (index == varied or (panels is None and axis is byte_panels[0][0])):
-            axis.plot(
-                sizes[against], [rows[row].tensor_bytes[varied] for row in against],
-                linestyle="none", marker="v", color="red", markersize=6, label=marks,
-            )  # fmt: skip
-        top = np.nanmax([np.nanmax(np.nan_to_num(values)) for values, *_ in panel_lines])
-        top = max(float(top), 1.0) * 1.08
-        axis.set_ylim(0, top)
-        binary_axis(axis.yaxis, top)
-        if panels is None:
-            axis.set_ylabel("sum of tensor sizes")
-        else:
-            axis.set_ylabel("sum of sizes", fontsize=8)
-            axis.set_title(panel_lines[0][2], fontsize=9, loc="left", pad=2)
-    for position, row in enumerate(rows):
-        if not row.fits:
-            for axis in axes:
-                axis.axvspan(
-                    sizes[position] - step / 2, sizes[position] + step / 2, color="grey",
-                    alpha=0.3, linewidth=0,
-                    label="does not fit" if axis is axes[0] and position == first_failure
-                    else None,
-                )  # fmt: skip
+    _plot_bytes(byte_panels, rows, memories, varied, sizes, marker, single=panels is None)
+    _shade_failures(axes, rows, sizes, fits)
     size_label = f"size of {name}"
+    kept = smallest_size_keeping_all(rows, varied)
     if kept is not None:
         for axis in axes:
             axis.axvline(kept.size, color="grey", linestyle=":", linewidth=1)
@@ -158,24 +91,136 @@ def plot_sweep(
     count_axis.set_ylabel("tensors")
     count_axis.set_ylim(bottom=0)
     count_axis.set_xlabel(size_label)
-    if panels is None:
-        axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
-        heading = f"{title}: what each memory holds as {name} grows"
-    else:
-        for axis in axes[:-1]:
-            if len(axis.get_legend_handles_labels()[1]) > 1:  # more than the panel's line
-                axis.legend(fontsize=7, loc="best", framealpha=0.85)
-        count_axis.legend(fontsize=7, loc="best", framealpha=0.85, ncols=len(memories))
-        heading = (
-            f"{title}: what each memory holds as {name} grows (a panel per memory: their"
-            " sums differ by orders of magnitude)"
-        )
-    if panels is None:
-        axes[0].set_title(heading, fontsize=10, loc="left")
-        figure.tight_layout()
-    else:
-        figure.suptitle(heading, fontsize=10, x=0.01, ha="left")
-        figure.tight_layout()
+    _legends_and_title(
+        figure,
+        axes,
+        panels is None,
+        f"{title}: what each memory holds as {name} grows",
+        len(memories),
+    )
     with write_whole(path) as partial:
         figure.savefig(partial)
     plt.close(figure)
+
+
+# A bytes panel: (axis, [(values, colour, label, style)], the memory it shows or -1).
+_BytePanel = tuple[Any, list[tuple[Any, str, str, str]], int]
+
+
+def _figure(
+    plt: Any,
+    rows: Sequence[SweepRow],
+    memories: Sequence[Memory],
+    panels: list[int] | None,
+    fits: np.ndarray[Any, Any],
+    varied: int,
+) -> tuple[Any, Any, list[_BytePanel]]:
+    """The figure, its axes (the tensor counts last) and its bytes panels: one for every
+    memory, or (``panels``) one per memory, with the sum outside memory 1 its own."""
+    outside = np.array([row.bytes_outside_memory_1 for row in rows], dtype=float)
+    outside[~fits] = np.nan
+    outside_label = f"outside {memories[0].name}"
+
+    def held(index: int) -> np.ndarray[Any, Any]:
+        values = np.array([row.tensor_bytes[index] for row in rows], dtype=float)
+        values[~fits] = np.nan  # no plan, no point
+        return values
+
+    if panels is None:
+        figure, axes = plt.subplots(
+            2, 1, figsize=(10, 6), dpi=100, sharex=True, height_ratios=(2, 1)
+        )
+        lines = [(held(index), f"C{index % 10}", memory.name, "-")
+                 for index, memory in enumerate(memories)]  # fmt: skip
+        lines.append((outside, "black", outside_label, "--"))
+        return figure, axes, [(axes[0], lines, varied)]
+    extra = len(memories) > 2  # with two memories, outside memory 1 is memory 2
+    count = len(panels) + extra
+    figure, axes = plt.subplots(
+        count + 1, 1, figsize=(10, 1.9 * count + 2), dpi=100, sharex=True,
+        height_ratios=(*([1.0] * count), 1.0),
+    )  # fmt: skip
+    byte_panels: list[_BytePanel] = [
+        (axes[position], [(held(index), f"C{index % 10}", memories[index].name, "-")], index)
+        for position, index in enumerate(panels)
+    ]
+    if extra:
+        byte_panels.append((axes[len(panels)], [(outside, "black", outside_label, "--")], -1))
+    return figure, axes, byte_panels
+
+
+def _plot_bytes(
+    byte_panels: list[_BytePanel],
+    rows: Sequence[SweepRow],
+    memories: Sequence[Memory],
+    varied: int,
+    sizes: np.ndarray[Any, Any],
+    marker: str | None,
+    single: bool,
+) -> None:
+    """Each bytes panel's lines, and the red triangles where a bigger memory held fewer
+    bytes (on the varied memory's panel, or the one panel)."""
+    name = memories[varied].name
+    notes = moves_against_growth(rows, memories, varied)
+    against = [index for index, note in enumerate(notes) if note]
+    marks = (
+        f"bigger {name}, fewer bytes in {name}"
+        if varied == 0
+        else f"bigger {name}, fewer bytes in memories 1..{varied + 1}"
+    )
+    for axis, panel_lines, index in byte_panels:
+        for values, colour, label, style in panel_lines:
+            axis.plot(
+                sizes, values, color=colour, linestyle=style, marker=None if style == "--"
+                else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
+            )  # fmt: skip
+        if against and (index == varied or (single and axis is byte_panels[0][0])):
+            axis.plot(
+                sizes[against], [rows[row].tensor_bytes[varied] for row in against],
+                linestyle="none", marker="v", color="red", markersize=6, label=marks,
+            )  # fmt: skip
+        top = np.nanmax([np.nanmax(np.nan_to_num(values)) for values, *_ in panel_lines])
+        top = max(float(top), 1.0) * 1.08
+        axis.set_ylim(0, top)
+        binary_axis(axis.yaxis, top)
+        if single:
+            axis.set_ylabel("sum of tensor sizes")
+        else:
+            axis.set_ylabel("sum of sizes", fontsize=8)
+            axis.set_title(panel_lines[0][2], fontsize=9, loc="left", pad=2)
+
+
+def _shade_failures(
+    axes: Any, rows: Sequence[SweepRow], sizes: np.ndarray[Any, Any], fits: np.ndarray[Any, Any]
+) -> None:
+    """The sizes that do not fit, shaded on every axis (labelled once)."""
+    step = float(np.median(np.diff(sizes))) if len(sizes) > 1 else max(sizes[0] * 0.05, 1.0)
+    first_failure = int(np.argmin(fits))
+    for position, row in enumerate(rows):
+        if not row.fits:
+            for axis in axes:
+                axis.axvspan(
+                    sizes[position] - step / 2, sizes[position] + step / 2, color="grey",
+                    alpha=0.3, linewidth=0,
+                    label="does not fit" if axis is axes[0] and position == first_failure
+                    else None,
+                )  # fmt: skip
+
+
+def _legends_and_title(
+    figure: Any, axes: Any, single: bool, heading: str, memory_count: int
+) -> None:
+    """The legends and the heading, laid out: one legend and title for one bytes panel,
+    else a legend per panel that has more than its line, and the heading says why."""
+    if single:
+        axes[0].legend(fontsize=8, loc="best", framealpha=0.85)
+        axes[0].set_title(heading, fontsize=10, loc="left")
+        figure.tight_layout()
+        return
+    for axis in axes[:-1]:
+        if len(axis.get_legend_handles_labels()[1]) > 1:  # more than the panel's line
+            axis.legend(fontsize=7, loc="best", framealpha=0.85)
+    axes[-1].legend(fontsize=7, loc="best", framealpha=0.85, ncols=memory_count)
+    heading += " (a panel per memory: their sums differ by orders of magnitude)"
+    figure.suptitle(heading, fontsize=10, x=0.01, ha="left")
+    figure.tight_layout()

@@ -12,7 +12,6 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,6 +20,7 @@ from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
+from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm, SuiteAlgorithm
 from .._types import Occupancy
 from ..scheduling import Reorder, Reordering
 from .planners import greedy
@@ -54,7 +54,7 @@ class _ReorderingMemoryPlanningPass(MemoryPlanningPass):
     last_reorder: Reorder | None = None
 
     def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
-        algorithm: Callable[..., list[int]] = self.memory_planning_algo
+        algorithm: MemoryPlanningAlgorithm = self.memory_planning_algo
         reordering = Reordering(algorithm, graph_module, update_all_tensors_lifetime)
         # exir's run() plans with self.memory_planning_algo: the reordering stands in.
         setattr(self, "memory_planning_algo", reordering)  # noqa: B010
@@ -110,7 +110,7 @@ def memory_planning_pass(
             "smallest=True plans lifetime-overlapping allocations side by side in one"
             " arena; it cannot honour allow_overlapping_allocations=False"
         )
-    algorithm: Callable[..., Any] = greedy
+    algorithm: SuiteAlgorithm = greedy
     if not allow_overlapping_allocations or occupancy != "auto":
         algorithm = functools.partial(
             greedy,

@@ -13,13 +13,13 @@ exactly where exir's plan keeps every output intact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from executorch.exir import memory_planning as exir_planning
-from executorch.exir.memory_planning import MemoryAlgoResult
 
+from .._boundary.algorithm_protocols import SuiteAlgorithm
 from .._boundary.control_flow import arrange_submodules
 from .planners import greedy
 
@@ -32,7 +32,7 @@ class MemoryPlanningAlgorithmSuite(exir_planning.MemoryPlanningAlgorithmSuite):
     :func:`cadence_memplan.exir.greedy`, with control flow's arenas placed first (the
     module's docstring). A subclass, so it passes wherever exir's suite is expected."""
 
-    def __init__(self, algo_list: Sequence[Callable[..., MemoryAlgoResult]] | None = None) -> None:
+    def __init__(self, algo_list: Sequence[SuiteAlgorithm] | None = None) -> None:
         super().__init__([greedy] if algo_list is None else list(algo_list))
 
     def __call__(

@@ -40,13 +40,14 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .._validation import MAX_BYTE_VALUE, check_memories, closest, is_integer
+from ..request.hierarchy import Hierarchy, Memory
 
 __all__ = [
     "DEFAULT_MEMORY_SPEC",
+    "Hierarchy",
     "Memory",
     "default_memory_name",
     "memory_warnings",
@@ -61,16 +62,6 @@ _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 
 _UNIT_SPELLINGS = {"b": "B", "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB"}
 _SIZE = re.compile(r"\s*([0-9]+)\s*([A-Za-z]*)\s*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-@dataclass(frozen=True)
-class Memory:
-    """One memory of the hierarchy; its id is its 1-based position, fastest first."""
-
-    name: str
-    size: int
-    alignment: int
-    base_address: int | None = None
 
 
 def default_memory_name(mem_id: int) -> str:
@@ -168,18 +159,17 @@ def parse_size(text: str | int, what: str) -> int:
     return value
 
 
-def _checked(memories: list[Memory], where: str) -> list[Memory]:
-    check_memories(
-        [memory.size for memory in memories], [memory.alignment for memory in memories], where
-    )
-    names = [memory.name for memory in memories]
+def _checked(memories: list[Memory], where: str) -> Hierarchy:
+    hierarchy = Hierarchy(memories)
+    check_memories(hierarchy.sizes.tolist(), hierarchy.alignments.tolist(), where)
+    names = hierarchy.names
     for name in names:
         if names.count(name) > 1:
             raise ValueError(f"{where}: the name {name!r} is given to two memories")
-    return memories
+    return hierarchy
 
 
-def parse_memory_spec(spec: str) -> list[Memory]:
+def parse_memory_spec(spec: str) -> Hierarchy:
     """``"fast=256KiB:16,4MiB:64"`` -> memories ``fast`` and ``2``, fastest first."""
     if not spec.strip():
         raise ValueError(
@@ -212,7 +202,7 @@ def _parse_address(value: object, what: str) -> int:
     return address
 
 
-def read_memory_config(path: str | os.PathLike[str]) -> list[Memory]:
+def read_memory_config(path: str | os.PathLike[str]) -> Hierarchy:
     """Memories from a JSON or TOML file (schema in this module's docstring)."""
     path = Path(path)
     where = f"--memory-config {path}"
@@ -261,8 +251,3 @@ def read_memory_config(path: str | os.PathLike[str]) -> list[Memory]:
             )
         )
     return _checked(memories, where)
-
-
-def memory_lists(memories: Sequence[Memory]) -> tuple[list[int], list[int]]:
-    """(sizes, alignments), as the array API and ``MemoryConfig`` take them."""
-    return [memory.size for memory in memories], [memory.alignment for memory in memories]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .outputs import write_whole
 
 if TYPE_CHECKING:
-    from ..sizing import MemorySizing, Sizing
+    from ..request.sizing_results import MemorySizing, Sizing
 
 __all__ = ["SIZE_FORMAT", "SIZE_VERSION", "size_document", "size_schema", "write_size"]
 

@@ -8,9 +8,9 @@ between them), ``problem.py`` (a graph's units as :func:`cadence_memplan.api.sch
 arrays, the structural order, an order put into the graph), ``reordering.py``
 (:class:`Reordering`: the planning algorithm that plans each candidate order and keeps
 the best plan; :class:`Reorder`, what it did). The search itself is the C++ core's
-(``csrc/core/schedule/``). ``cadence/`` and ``exir/`` both use this package; it reads
-specs through ``_boundary/`` and Cadence's storage-sharing ops from
-``cadence/storage_sharing.py`` (numpy-free, no executorch).
+(``csrc/core/schedule/``). ``cadence/`` and ``exir/`` both use this package, and it
+imports neither: it reads specs through ``_boundary/`` and Cadence's storage-sharing ops
+from ``_boundary/storage_sharing.py`` (numpy-free, no executorch).
 """
 
 from .reordering import Moves, Reorder, Reordering

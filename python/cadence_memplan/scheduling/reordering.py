@@ -39,7 +39,9 @@ from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
 from .. import api
+from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm
 from .._boundary.control_flow import has_control_flow
+from .._boundary.storage_sharing import storage_sharing_spec_ids
 from .._boundary.tensorspecs import (
     allocated_sizes,
     clear_lifetimes,
@@ -48,7 +50,6 @@ from .._boundary.tensorspecs import (
     save_placements,
 )
 from .._boundary.upstream import spec_holder
-from ..cadence.storage_sharing import storage_sharing_spec_ids
 from ..stats import peak_live_bytes
 from .problem import ScheduleProblem, apply_node_order, schedule_problem, structural_order
 from .rules import UnitGraph, is_write_back, node_specs, storage_root, unit_graph
@@ -165,7 +166,7 @@ class Reordering:
 
     def __init__(
         self,
-        algo: Callable[..., list[int]],
+        algo: MemoryPlanningAlgorithm,
         graph_module: torch.fx.GraphModule,
         lifetimes: Lifetimes,
         *,

@@ -22,7 +22,7 @@ order keeps, each rule a function of :data:`ORDER_RULES`:
   A *storage* is a spec with everything that lies in it: views and in-place results
   (their spec is their base's), ``storage_base`` aliases (exir's shared allocations),
   and Cadence's storage sharing, the nops and the ops its constraint passes may make
-  nops (:func:`~cadence_memplan.cadence.storage_sharing.may_share_storage_with`). It is
+  nops (:func:`~cadence_memplan._boundary.storage_sharing.may_share_storage_with`). It is
   written more than once when a node writes a tensor that already holds a value: a
   mutable buffer's write-back (``copy_``), an in-place op (a ``Tensor(a!)`` argument
   that is not the unit's own alloc: exir's and Cadence's in-place ops alike), an
@@ -48,6 +48,7 @@ import torch
 from executorch.exir import memory
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.storage_sharing import may_share_storage_with, op_name
 from .._boundary.upstream import (
     aten_overload,
     has_side_effects,
@@ -55,7 +56,6 @@ from .._boundary.upstream import (
     schema_of,
     spec_holder,
 )
-from ..cadence.storage_sharing import may_share_storage_with, op_name
 
 __all__ = [
     "ALL_RULES",

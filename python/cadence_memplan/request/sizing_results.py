@@ -1,0 +1,75 @@
+"""What ``size`` finds (:class:`Sizing`: one :class:`MemorySizing` per memory sized, its
+curve of :class:`CurvePoint`), below ``sizing.py``, which finds it, and ``io/sizes.py``,
+which writes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._types import Budget, Objective
+from .hierarchy import Hierarchy, Memory
+from .inputs import Input
+
+__all__ = ["CURVE_ENDS", "CurvePoint", "MemorySizing", "Sizing"]
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """From ``capacity`` bytes of memory 1 up to the next point's (or ``all_fit_from``),
+    a plan keeps ``kept`` there (bytes summed over the run, or traffic), and no plan keeps
+    more than ``kept_bound`` (None: no bound, for a model whose planner is called more
+    than once)."""
+
+    capacity: int
+    kept: int
+    kept_bound: int | None
+
+    @property
+    def proved(self) -> bool:
+        return self.kept == self.kept_bound
+
+
+# Why a curve stops where it does.
+CURVE_ENDS = ("complete", "points", "no plan", "one memory")
+
+
+@dataclass(frozen=True)
+class MemorySizing:
+    """One memory sized: ``all_fit_from`` (every tensor allowed there fits from this size
+    up), ``lower_bound`` (no smaller size holds them all), ``proved`` (the two are equal),
+    ``total`` (what it keeps from ``all_fit_from`` up: every tensor allowed there, in the
+    curve's terms), the ``curve`` below ``all_fit_from`` (largest size first), and why the
+    curve ends (``curve_ends``, one of :data:`CURVE_ENDS`): it went down to where memory 1
+    keeps nothing ("complete"), to the number of points asked for ("points"), to a size
+    where best found no plan that places every tensor ("no plan"), or there is no other
+    memory ("one memory"); ``lowest_tried`` is the smallest size planned (None: none)."""
+
+    memory: Memory
+    all_fit_from: int
+    lower_bound: int
+    total: int
+    curve: tuple[CurvePoint, ...]
+    curve_ends: str
+    lowest_tried: int | None
+
+    @property
+    def proved(self) -> bool:
+        return self.lower_bound >= self.all_fit_from
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
+    memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
+    the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
+    step: the answer may change from run to run), ``seconds`` the time it took."""
+
+    input: Input
+    memories: Hierarchy
+    lowering: str | None
+    objective: Objective
+    sized: tuple[MemorySizing, ...]
+    budget: Budget
+    work: int
+    cut_short: bool
+    seconds: float
