@@ -135,6 +135,8 @@ def plan_prepared(
         keep_incoming_offset=keep_incoming_offset,
         occupancy=occupancy,
     )
+    if algorithm != "best" and weights is None:  # The placers take no options.
+        return _plan_result(_core.plan(request=request, algorithm=algorithm))
     tensor_weights = _EMPTY if weights is None else weights
 
     def core_plan(keep_in_memory1: IntArray, work: int, cap_ms: float) -> _core.PlanOutput:
@@ -147,7 +149,7 @@ def plan_prepared(
         )
         return _core.plan(request=request, algorithm=algorithm, options=options)
 
-    if algorithm != "best" or len(memory_sizes) == 1:
+    if algorithm != "best" or len(memory_sizes) == 1:  # A placer here refuses the weights.
         return _plan_result(core_plan(_EMPTY, work_budget, budget_ms))
     capacity_plan = plan_capacity_first(
         core_plan,
