@@ -18,6 +18,59 @@ DEFAULT_BEST_WORK: int
 DEFAULT_SCHEDULE_WORK: int
 OUTSIDE_STORAGE_BASE: int
 
+class PlanRequest:
+    """The core's PlanRequest (csrc/core/placement/planner.h), its arrays converted once,
+    when made: the only list of the request's fields on this side of the binding.
+    ``blocked``: one bit mask per tensor (or none); ``allowed``: a mask of memory ids
+    (None: all); ``placed_*``: the tensors already placed; ``incoming_offsets``: -1 for
+    None (or none)."""
+
+    def __init__(
+        self,
+        *,
+        starts: npt.NDArray[np.int64],
+        ends: npt.NDArray[np.int64],
+        sizes: npt.NDArray[np.int64],
+        memory_sizes: npt.NDArray[np.int64],
+        memory_alignments: npt.NDArray[np.int64],
+        blocked: npt.NDArray[np.uint64] = ...,
+        allowed: int | None = None,
+        placed_starts: npt.NDArray[np.int64] = ...,
+        placed_ends: npt.NDArray[np.int64] = ...,
+        placed_sizes: npt.NDArray[np.int64] = ...,
+        placed_mem_ids: npt.NDArray[np.int64] = ...,
+        placed_offsets: npt.NDArray[np.int64] = ...,
+        incoming_offsets: npt.NDArray[np.int64] = ...,
+        keep_incoming_offset: bool = True,
+        occupancy: str = "auto",
+    ) -> None: ...
+    @property
+    def tensor_count(self) -> int: ...
+    @property
+    def memory_count(self) -> int: ...
+
+class BestOptions:
+    """The core's BestOptions (csrc/core/best/best.h): what ``best`` may spend (work, a
+    wall-clock cap in ms, math.inf for none; threads, 0: one per core), the tensors to
+    keep in memory 1 together (capacity-first planning), each tensor's weight (none: its
+    size). The placers take none of it but the budgets."""
+
+    def __init__(
+        self,
+        *,
+        work_budget: int = ...,
+        budget_ms: float = ...,
+        threads: int = 0,
+        keep_in_memory1: npt.NDArray[np.int64] = ...,
+        weights: npt.NDArray[np.int64] = ...,
+    ) -> None: ...
+    @property
+    def work_budget(self) -> int: ...
+    @property
+    def budget_ms(self) -> float: ...
+    @property
+    def threads(self) -> int: ...
+
 class PlanOutput:
     """What plan() decided, by name."""
 
@@ -107,28 +160,7 @@ class StorageReuse:
     def violation(self) -> bool: ...
 
 def plan(
-    *,
-    algorithm: str,
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    memory_sizes: npt.NDArray[np.int64],
-    memory_alignments: npt.NDArray[np.int64],
-    blocked: npt.NDArray[np.uint64],
-    allowed: int,
-    placed_starts: npt.NDArray[np.int64],
-    placed_ends: npt.NDArray[np.int64],
-    placed_sizes: npt.NDArray[np.int64],
-    placed_mem_ids: npt.NDArray[np.int64],
-    placed_offsets: npt.NDArray[np.int64],
-    incoming_offsets: npt.NDArray[np.int64],
-    keep_incoming_offset: bool,
-    occupancy: str,
-    work_budget: int,
-    budget_ms: float,
-    threads: int,
-    keep_in_memory1: npt.NDArray[np.int64],
-    weights: npt.NDArray[np.int64],
+    *, request: PlanRequest, algorithm: str, options: BestOptions | None = None
 ) -> PlanOutput: ...
 def validate(
     *,

@@ -51,7 +51,8 @@ __all__ = [
 #: proved optimal.
 DEFAULT_WORK_BUDGET: int = _core.DEFAULT_BEST_WORK
 
-_EMPTY = np.zeros(0, dtype=np.int64)
+IntArray = npt.NDArray[np.int64]
+_EMPTY: IntArray = np.zeros(0, dtype=np.int64)
 _NO_PREPLACED = Preplaced(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
 
 
@@ -90,6 +91,7 @@ def allowed_mask(allowed: npt.ArrayLike | None, memory_count: int) -> int:
 
 def plan_prepared(
     algorithm: Algorithm,
+    *,
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
     sizes: npt.NDArray[np.int64],
@@ -97,11 +99,10 @@ def plan_prepared(
     memory_alignments: npt.NDArray[np.int64],
     blocked: npt.NDArray[np.uint64],
     allowed: int,
-    preplaced: Preplaced,
-    incoming_offsets: npt.NDArray[np.int64],
-    keep_incoming_offset: bool,
+    preplaced: Preplaced = _NO_PREPLACED,
+    incoming_offsets: npt.NDArray[np.int64] = _EMPTY,
+    keep_incoming_offset: bool = True,
     occupancy: Occupancy = "auto",
-    *,
     work_budget: int = DEFAULT_WORK_BUDGET,
     budget_ms: float = math.inf,
     threads: int = 0,
@@ -113,62 +114,74 @@ def plan_prepared(
     tensor, for ``"best"`` only; ``budget_ms`` is ``math.inf`` for no cap. The core checks
     every value again and raises ValueError or :class:`PlanningError` (its message states
     the peak-live bound)."""
-    tensor_weights = _EMPTY if weights is None else weights
-    # Converted once: the capacity-first loop may call the core several times.
     placed_starts, placed_ends, placed_sizes, placed_mem_ids, placed_offsets = (
         np.asarray(column, dtype=np.int64) for column in preplaced
     )
+    # Made once: the capacity-first loop may plan it several times.
+    request = _core.PlanRequest(
+        starts=starts,
+        ends=ends,
+        sizes=sizes,
+        memory_sizes=memory_sizes,
+        memory_alignments=memory_alignments,
+        blocked=blocked,
+        allowed=allowed,
+        placed_starts=placed_starts,
+        placed_ends=placed_ends,
+        placed_sizes=placed_sizes,
+        placed_mem_ids=placed_mem_ids,
+        placed_offsets=placed_offsets,
+        incoming_offsets=incoming_offsets,
+        keep_incoming_offset=keep_incoming_offset,
+        occupancy=occupancy,
+    )
+    if algorithm != "best" and weights is None:  # The placers take no options.
+        return _plan_result(_core.plan(request=request, algorithm=algorithm))
+    tensor_weights = _EMPTY if weights is None else weights
 
-    def core_plan(
-        keep_in_memory1: npt.NDArray[np.int64], work: int, cap_ms: float
-    ) -> _core.PlanOutput:
-        return _core.plan(
-            algorithm=algorithm,
-            starts=starts,
-            ends=ends,
-            sizes=sizes,
-            memory_sizes=memory_sizes,
-            memory_alignments=memory_alignments,
-            blocked=blocked,
-            allowed=allowed,
-            placed_starts=placed_starts,
-            placed_ends=placed_ends,
-            placed_sizes=placed_sizes,
-            placed_mem_ids=placed_mem_ids,
-            placed_offsets=placed_offsets,
-            incoming_offsets=incoming_offsets,
-            keep_incoming_offset=keep_incoming_offset,
-            occupancy=occupancy,
+    def core_plan(keep_in_memory1: IntArray, work: int, cap_ms: float) -> _core.PlanOutput:
+        options = _core.BestOptions(
             work_budget=work,
             budget_ms=cap_ms,
             threads=threads,
             keep_in_memory1=keep_in_memory1,
             weights=tensor_weights,
         )
+        return _core.plan(request=request, algorithm=algorithm, options=options)
 
-    kept_bound = None
-    proved_optimal = False
-    if algorithm == "best" and len(memory_sizes) > 1:
-        may_use_memory1 = _may_use_memory1(blocked, allowed, len(starts))
-        capacity_plan = plan_capacity_first(
-            core_plan,
-            starts,
-            ends,
-            sizes,
-            memory_sizes,
-            memory_alignments,
-            may_use_memory1,
-            preplaced,
-            work_budget,
-            budget_ms,
-            sizes if weights is None else weights,
-        )
-        core = capacity_plan.output
-        kept_bound = capacity_plan.kept_bound
-        proved_optimal = capacity_plan.memory1_proved_full
-        spent = capacity_plan.spent
-    else:
-        core = core_plan(_EMPTY, work_budget, budget_ms)
+    if algorithm != "best" or len(memory_sizes) == 1:  # A placer here refuses the weights.
+        return _plan_result(core_plan(_EMPTY, work_budget, budget_ms))
+    capacity_plan = plan_capacity_first(
+        core_plan,
+        starts,
+        ends,
+        sizes,
+        memory_sizes,
+        memory_alignments,
+        _may_use_memory1(blocked, allowed, len(starts)),
+        preplaced,
+        work_budget,
+        budget_ms,
+        sizes if weights is None else weights,
+    )
+    return _plan_result(
+        capacity_plan.output,
+        kept_bound=capacity_plan.kept_bound,
+        memory1_proved_full=capacity_plan.memory1_proved_full,
+        spent=capacity_plan.spent,
+    )
+
+
+def _plan_result(
+    core: _core.PlanOutput,
+    *,
+    kept_bound: int | None = None,
+    memory1_proved_full: bool = False,
+    spent: SearchSpent | None = None,
+) -> PlanResult:
+    """The one place a :class:`PlanResult` is made from what the core decided; with
+    capacity-first planning's bound, proof and spending over all its calls."""
+    if spent is None:
         spent = SearchSpent(core.work, core.budget_exhausted, core.cut_short)
     return PlanResult(
         mem_ids=core.mem_ids,
@@ -178,7 +191,7 @@ def plan_prepared(
         memory_order=core.memory_order,
         occupancy=core.occupancy,
         strategy=core.strategy,
-        proved_optimal=core.proved_optimal or proved_optimal,
+        proved_optimal=core.proved_optimal or memory1_proved_full,
         lower_bound=core.lower_bound,
         progress=core.progress,
         kept_bound=kept_bound,
@@ -288,8 +301,6 @@ def plan(
     )
     weight_array = None
     if weights is not None:
-        if algorithm != "best":
-            raise ValueError(f"weights apply to algorithm='best' only, not {algorithm!r}")
         weight_array = as_int64("weights", weights)
         if len(weight_array) != tensor_count:
             raise ValueError(f"weights has {len(weight_array)} entries for {tensor_count} tensors")
@@ -301,17 +312,19 @@ def plan(
     )
     return plan_prepared(
         algorithm,
-        starts_array,
-        as_int64("ends", ends),
-        as_int64("sizes", sizes),
-        memory_sizes_array,
-        as_int64("memory_alignments", memory_alignments),
-        masks,
-        allowed_mask(allowed, memory_count),
-        placed,
-        _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets),
-        keep_incoming_offset,
-        occupancy,
+        starts=starts_array,
+        ends=as_int64("ends", ends),
+        sizes=as_int64("sizes", sizes),
+        memory_sizes=memory_sizes_array,
+        memory_alignments=as_int64("memory_alignments", memory_alignments),
+        blocked=masks,
+        allowed=allowed_mask(allowed, memory_count),
+        preplaced=placed,
+        incoming_offsets=(
+            _EMPTY if incoming_offsets is None else as_int64("incoming_offsets", incoming_offsets)
+        ),
+        keep_incoming_offset=keep_incoming_offset,
+        occupancy=occupancy,
         work_budget=work,
         budget_ms=cap,
         threads=thread_count,

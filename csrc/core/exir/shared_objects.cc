@@ -234,141 +234,201 @@ PackResult PackGreedy(const GreedyRequest& request) {
   return result;
 }
 
-PackResult PackBanked(const BankedRequest& request) {
-  const GreedyRequest& greedy = request.greedy;
-  CheckTensors(greedy);
-  if (request.banks.empty()) throw InvalidInput("a target memory map needs at least one bank");
-  std::map<int64_t, size_t> bank_of;
-  for (size_t b = 0; b < request.banks.size(); ++b) {
-    const Bank& bank = request.banks[b];
-    if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 || bank.size > kMaxExirValue ||
-        bank.alignment < 0 || bank.alignment > kMaxExirValue ||
-        !bank_of.emplace(bank.mem_id, b).second) {
-      throw InvalidInput(StrCat("bank ", b, " is not a valid bank of a target memory map"));
-    }
-  }
-  const auto& tensors = greedy.tensors;
-  const auto count = static_cast<TensorIndex>(tensors.size());
-  PackResult result;
-  result.placements.assign(count, {});
-  result.final_alignment.assign(count, 0);
-  const auto alignment_of = [&](int64_t mem_id) {
-    const auto found = bank_of.find(mem_id);
-    if (found == bank_of.end() || request.banks[found->second].alignment == 0) {
-      return greedy.alignment;
-    }
-    return request.banks[found->second].alignment;
-  };
+namespace {
 
-  std::vector<TensorIndex> pinned, free, deferred;
-  for (TensorIndex t = 0; t < count; ++t) {
-    if (tensors[t].base != kNoStorageBase) {
-      deferred.push_back(t);
-      result.final_alignment[t] = greedy.alignment;  // Realigned before anything else.
-    } else if (tensors[t].pinned) {
-      pinned.push_back(t);
-    } else {
-      free.push_back(t);
+// BankedGreedy's packing, its state named: the banks by memory id, the
+// tensors by kind (pinned to a memory, free to go to any bank, or deferred
+// to their storage base), each memory's pool of shared objects and what
+// each bank has used.
+class BankedPacking {
+ public:
+  explicit BankedPacking(const BankedRequest& request)
+      : request_(request), greedy_(request.greedy), tensors_(request.greedy.tensors) {
+    CheckTensors(greedy_);
+    CheckBanks();
+    const auto count = static_cast<TensorIndex>(tensors_.size());
+    result_.placements.assign(count, {});
+    result_.final_alignment.assign(count, 0);
+    SortTensors();
+    lifetimes_ = LifetimesOf(tensors_);
+    where_.resize(count);
+    mem_of_.assign(count, 0);
+    MakePools();
+    used_.resize(request_.banks.size());
+    for (size_t b = 0; b < request_.banks.size(); ++b) {
+      const int64_t mem_id = request_.banks[b].mem_id;
+      const auto given = static_cast<int64_t>(greedy_.input_sizes.size());
+      used_[b] = mem_id < given ? greedy_.input_sizes[mem_id] : 0;
     }
   }
-  const std::vector<Lifetime> lifetimes = LifetimesOf(tensors);
-  std::vector<Allocation> where(count);
-  std::vector<int64_t> mem_of(count, 0);
-  std::map<int64_t, std::vector<TensorIndex>> members = MembersByMemory(tensors, true);
-  for (const Bank& bank : request.banks) {
-    auto& bank_members = members[bank.mem_id];
-    bank_members.insert(bank_members.end(), free.begin(), free.end());
+  BankedPacking(const BankedPacking&) = delete;  // The pools point into it.
+  BankedPacking& operator=(const BankedPacking&) = delete;
+
+  PackResult Run() {
+    if (!PackPinned() || !PackFree()) return std::move(result_);
+    for (TensorIndex t : deferred_) {
+      result_.visit_order.push_back(t);
+      where_[t].size = AlignUp(tensors_[t].nbytes, greedy_.alignment);
+    }
+    const PackError error = ResolveStorageBases(greedy_, deferred_, &where_, &mem_of_);
+    if (error.kind != PackErrorKind::kNone) {
+      if (error.kind == PackErrorKind::kUnresolvableStorage) {
+        for (TensorIndex t : deferred_) result_.placements[t].object = where_[t].object;
+      }
+      return Fail(error.kind, error.tensor, error.value);
+    }
+    const auto padded = [](int64_t, const ObjectPool& pool) { return pool.object_count() > 0; };
+    if (!LayOut(greedy_, pools_, padded, where_, mem_of_, &result_)) {
+      return Fail(PackErrorKind::kOverflow, -1, 0);
+    }
+    result_.used = used_;
+    return std::move(result_);
   }
-  std::map<int64_t, ObjectPool> pools;
+
+ private:
+  void CheckBanks() {
+    if (request_.banks.empty()) throw InvalidInput("a target memory map needs at least one bank");
+    for (size_t b = 0; b < request_.banks.size(); ++b) {
+      const Bank& bank = request_.banks[b];
+      if (bank.mem_id < 1 || bank.mem_id > kMaxMemId || bank.size < 1 ||
+          bank.size > kMaxExirValue || bank.alignment < 0 || bank.alignment > kMaxExirValue ||
+          !bank_of_.emplace(bank.mem_id, b).second) {
+        throw InvalidInput(StrCat("bank ", b, " is not a valid bank of a target memory map"));
+      }
+    }
+  }
+
+  // Tensors with a storage base are deferred (realigned before anything
+  // else); the others are pinned or free.
+  void SortTensors() {
+    for (TensorIndex t = 0; t < static_cast<TensorIndex>(tensors_.size()); ++t) {
+      if (tensors_[t].base != kNoStorageBase) {
+        deferred_.push_back(t);
+        result_.final_alignment[t] = greedy_.alignment;
+      } else if (tensors_[t].pinned) {
+        pinned_.push_back(t);
+      } else {
+        free_.push_back(t);
+      }
+    }
+  }
+
   // The unpinned tensors are in every bank's pool, so each bank has its own
   // slots; pools of undeclared memories hold pins only, and share theirs.
-  std::vector<std::vector<int64_t>> slots(request.banks.size() + 1,
-                                          std::vector<int64_t>(count, -1));
-  for (const auto& [mem_id, list] : members) {
-    const auto bank = bank_of.find(mem_id);
-    std::vector<int64_t>* slot_of =
-        &slots[bank == bank_of.end() ? request.banks.size() : bank->second];
-    pools.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
-                  std::forward_as_tuple(lifetimes, list, &where, greedy.search,
-                                        greedy.auto_minimum_tensors, slot_of));
-  }
-  std::vector<Size> used(request.banks.size());
-  for (size_t b = 0; b < request.banks.size(); ++b) {
-    const int64_t mem_id = request.banks[b].mem_id;
-    used[b] =
-        mem_id < static_cast<int64_t>(greedy.input_sizes.size()) ? greedy.input_sizes[mem_id] : 0;
-  }
-  const auto fail = [&](PackErrorKind kind, TensorIndex tensor, int64_t value) {
-    result.error = {kind, tensor, value};
-    result.used = used;
-    return result;
-  };
-
-  // Pins first, each into its own memory by pick_shared_obj.
-  for (TensorIndex t : PackingOrder(tensors, pinned)) {
-    result.visit_order.push_back(t);
-    const int64_t mem_id = tensors[t].mem_id;
-    const Size alignment = alignment_of(mem_id);
-    const Size size = AlignUp(tensors[t].nbytes, alignment);
-    result.final_alignment[t] = alignment;
-    mem_of[t] = mem_id;
-    ObjectPool& pool = pools.at(mem_id);
-    const ObjectPool::Picked picked = pool.Pick(t, size, greedy.allow_overlapping_allocations);
-    if (picked == ObjectPool::Picked::kNotSorted) return fail(PackErrorKind::kNotSorted, t, 0);
-    if (picked == ObjectPool::Picked::kReused) continue;
-    const auto found = bank_of.find(mem_id);
-    if (found == bank_of.end()) continue;  // Laid out, but not budgeted.
-    const Bank& bank = request.banks[found->second];
-    Size& bank_used = used[found->second];
-    const Size cost = size + (pool.object_count() == 1 ? greedy.extra_padding : 0);
-    if (bank_used + cost > bank.size) {
-      return fail(PackErrorKind::kPinnedDoesNotFit, t, bank.size - bank_used);
+  void MakePools() {
+    members_ = MembersByMemory(tensors_, true);
+    for (const Bank& bank : request_.banks) {
+      auto& bank_members = members_[bank.mem_id];
+      bank_members.insert(bank_members.end(), free_.begin(), free_.end());
     }
-    bank_used += cost;
+    slots_.assign(request_.banks.size() + 1, std::vector<int64_t>(tensors_.size(), -1));
+    for (const auto& [mem_id, list] : members_) {
+      const auto bank = bank_of_.find(mem_id);
+      std::vector<int64_t>* slot_of =
+          &slots_[bank == bank_of_.end() ? request_.banks.size() : bank->second];
+      pools_.emplace(std::piecewise_construct, std::forward_as_tuple(mem_id),
+                     std::forward_as_tuple(lifetimes_, list, &where_, greedy_.search,
+                                           greedy_.auto_minimum_tensors, slot_of));
+    }
   }
 
-  // Then the others, each into the first bank that takes it.
-  for (TensorIndex t : PackingOrder(tensors, free)) {
-    result.visit_order.push_back(t);
-    bool placed = false;
-    for (size_t b = 0; b < request.banks.size() && !placed; ++b) {
-      const Bank& bank = request.banks[b];
-      const Size alignment = alignment_of(bank.mem_id);
-      const Size size = AlignUp(tensors[t].nbytes, alignment);
-      result.final_alignment[t] = alignment;
-      ObjectPool& pool = pools.at(bank.mem_id);
-      if (pool.Reuse(t, size, greedy.allow_overlapping_allocations)) {
-        placed = true;
-      } else {
-        const Size cost = size + (pool.object_count() == 0 ? greedy.extra_padding : 0);
-        if (used[b] + cost <= bank.size) {
-          used[b] += cost;
-          pool.AddObject(t, size);
-          placed = true;
-        }
+  Size AlignmentOf(int64_t mem_id) const {
+    const auto found = bank_of_.find(mem_id);
+    if (found == bank_of_.end() || request_.banks[found->second].alignment == 0) {
+      return greedy_.alignment;
+    }
+    return request_.banks[found->second].alignment;
+  }
+
+  PackResult Fail(PackErrorKind kind, TensorIndex tensor, int64_t value) {
+    result_.error = {kind, tensor, value};
+    result_.used = used_;
+    return std::move(result_);
+  }
+
+  // Pins first, each into its own memory by pick_shared_obj; false (the
+  // error set) when one fails.
+  bool PackPinned() {
+    for (TensorIndex t : PackingOrder(tensors_, pinned_)) {
+      result_.visit_order.push_back(t);
+      const int64_t mem_id = tensors_[t].mem_id;
+      const Size alignment = AlignmentOf(mem_id);
+      const Size size = AlignUp(tensors_[t].nbytes, alignment);
+      result_.final_alignment[t] = alignment;
+      mem_of_[t] = mem_id;
+      ObjectPool& pool = pools_.at(mem_id);
+      const ObjectPool::Picked picked = pool.Pick(t, size, greedy_.allow_overlapping_allocations);
+      if (picked == ObjectPool::Picked::kNotSorted) {
+        return SetError(PackErrorKind::kNotSorted, t, 0);
       }
-      if (placed) mem_of[t] = bank.mem_id;
+      if (picked == ObjectPool::Picked::kReused) continue;
+      const auto found = bank_of_.find(mem_id);
+      if (found == bank_of_.end()) continue;  // Laid out, but not budgeted.
+      const Bank& bank = request_.banks[found->second];
+      Size& bank_used = used_[found->second];
+      const Size cost = size + (pool.object_count() == 1 ? greedy_.extra_padding : 0);
+      if (bank_used + cost > bank.size) {
+        return SetError(PackErrorKind::kPinnedDoesNotFit, t, bank.size - bank_used);
+      }
+      bank_used += cost;
     }
-    if (!placed) return fail(PackErrorKind::kNoBankFits, t, 0);
+    return true;
   }
 
-  for (TensorIndex t : deferred) {
-    result.visit_order.push_back(t);
-    where[t].size = AlignUp(tensors[t].nbytes, greedy.alignment);
-  }
-  const PackError error = ResolveStorageBases(greedy, deferred, &where, &mem_of);
-  if (error.kind != PackErrorKind::kNone) {
-    if (error.kind == PackErrorKind::kUnresolvableStorage) {
-      for (TensorIndex t : deferred) result.placements[t].object = where[t].object;
+  // Then the others, each into the first bank that takes it; false (the
+  // error set) when none does.
+  bool PackFree() {
+    for (TensorIndex t : PackingOrder(tensors_, free_)) {
+      result_.visit_order.push_back(t);
+      bool placed = false;
+      for (size_t b = 0; b < request_.banks.size() && !placed; ++b) placed = PlaceInBank(t, b);
+      if (!placed) return SetError(PackErrorKind::kNoBankFits, t, 0);
     }
-    return fail(error.kind, error.tensor, error.value);
+    return true;
   }
-  const auto padded = [](int64_t, const ObjectPool& pool) { return pool.object_count() > 0; };
-  if (!LayOut(greedy, pools, padded, where, mem_of, &result)) {
-    return fail(PackErrorKind::kOverflow, -1, 0);
+
+  bool PlaceInBank(TensorIndex t, size_t b) {
+    const Bank& bank = request_.banks[b];
+    const Size alignment = AlignmentOf(bank.mem_id);
+    const Size size = AlignUp(tensors_[t].nbytes, alignment);
+    result_.final_alignment[t] = alignment;
+    ObjectPool& pool = pools_.at(bank.mem_id);
+    bool placed = pool.Reuse(t, size, greedy_.allow_overlapping_allocations);
+    if (!placed) {
+      const Size cost = size + (pool.object_count() == 0 ? greedy_.extra_padding : 0);
+      if (used_[b] + cost <= bank.size) {
+        used_[b] += cost;
+        pool.AddObject(t, size);
+        placed = true;
+      }
+    }
+    if (placed) mem_of_[t] = bank.mem_id;
+    return placed;
   }
-  result.used = used;
-  return result;
-}
+
+  bool SetError(PackErrorKind kind, TensorIndex tensor, int64_t value) {
+    result_.error = {kind, tensor, value};
+    result_.used = used_;
+    return false;
+  }
+
+  const BankedRequest& request_;
+  const GreedyRequest& greedy_;
+  const std::vector<ExirTensor>& tensors_;
+  std::map<int64_t, size_t> bank_of_;  // Mem id to bank index.
+  PackResult result_;
+  std::vector<TensorIndex> pinned_, free_, deferred_;
+  std::vector<Lifetime> lifetimes_;
+  std::vector<Allocation> where_;
+  std::vector<int64_t> mem_of_;
+  std::map<int64_t, std::vector<TensorIndex>> members_;  // Each pool's tensors.
+  std::vector<std::vector<int64_t>> slots_;              // Per bank, and the pins'.
+  std::map<int64_t, ObjectPool> pools_;
+  std::vector<Size> used_;  // Per bank.
+};
+
+}  // namespace
+
+PackResult PackBanked(const BankedRequest& request) { return BankedPacking(request).Run(); }
 
 }  // namespace cadence_memplan

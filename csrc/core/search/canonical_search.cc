@@ -91,114 +91,118 @@ void CanonicalSearch::DropOldestUndo() {
   min_offsets_dropped_ += mins;
 }
 
+inline void CanonicalSearch::SolveSides(Frame& frame) {
+  if (returned_) {
+    parts_.pop_back();
+    returned_ = false;
+    if (result_ != Outcome::kFound) {
+      Answer(result_);
+      return;
+    }
+  }
+  while (frame.next_side < frame.side_items.size() && frame.side_items[frame.next_side].empty()) {
+    ++frame.next_side;
+  }
+  if (frame.next_side == frame.side_items.size()) {
+    Answer(Outcome::kFound);
+    return;
+  }
+  const size_t k = frame.next_side++;
+  parts_.push_back(MakePart(std::move(frame.side_items[k]), frame.bounds[k], frame.bounds[k + 1]));
+  Frame search;
+  search.part = parts_.size() - 1;
+  stack_.push_back(std::move(search));  // `frame` is not used after this.
+}
+
+inline CanonicalSearch::Next CanonicalSearch::StartNode(Frame& frame, int64_t node_limit,
+                                                        const std::function<bool()>& should_stop) {
+  // Pause before the node, so that the next call starts it: where a step
+  // stops does not change what the search visits.
+  if (nodes_ >= node_limit || ((nodes_ & 255) == 0 && should_stop())) return Next::kStop;
+  ++nodes_;
+  frame.started = true;
+  if (UndoBytes() > max_undo_bytes_) DropOldestUndo();
+  if (!StartCandidates(&frame)) {
+    Answer(Outcome::kFound);  // Every tensor of the part is placed.
+    return Next::kLoop;
+  }
+  return Next::kGoOn;
+}
+
+inline CanonicalSearch::Next CanonicalSearch::TakeAnswer(Frame& frame) {
+  returned_ = false;
+  if (Undoable(frame.mark)) {
+    // Also on kFound: a decomposition's side that fits is undone on the way
+    // up (the solution keeps its offsets), so that a later side that does
+    // not fit can backtrack above it.
+    Remove(frame.placed, frame.mark);
+    parts_[frame.part].Relink(frame.placed_rank);
+    frame.placed = kNoItem;
+  } else if (result_ == Outcome::kNotFound) {
+    stack_.clear();  // It must backtrack past what the logs kept: give up.
+    return Next::kStop;
+  }
+  // Else kFound, and no backtracking can reach this frame any more (the
+  // frames below it have older marks): its placement may stay.
+  if (result_ == Outcome::kFound) {
+    Answer(Outcome::kFound);
+    return Next::kLoop;
+  }
+  return Next::kGoOn;
+}
+
+inline void CanonicalSearch::TryCandidates(Frame& frame) {
+  Part& part = parts_[frame.part];
+  Candidate candidate;
+  while (NextCandidate(&frame, &candidate)) {
+    const int32_t twin = part.twin[candidate.rank];
+    if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
+    const ItemIndex i = part.items[candidate.rank];
+    frame.mark = {lows_dropped_ + low_log_.size(), min_offsets_dropped_ + min_offset_log_.size()};
+    const bool split = Place(i, candidate.offset);
+    if (!FitsAfter(part, candidate.offset)) {
+      Remove(i, frame.mark);
+      continue;
+    }
+    frame.placed = i;
+    frame.placed_rank = candidate.rank;
+    part.Unlink(candidate.rank);
+    Frame child;
+    if (split) {
+      child.sides = true;
+      SplitSides(part, i, &child);
+    } else {
+      child.part = frame.part;
+      child.last_offset = candidate.offset;
+      child.last_rank = candidate.rank;
+    }
+    stack_.push_back(std::move(child));  // `frame` is not used after this.
+    return;
+  }
+  Answer(Outcome::kNotFound);
+}
+
 inline Outcome CanonicalSearch::Search(int64_t node_limit,
                                        const std::function<bool()>& should_stop) {
-  std::vector<Frame>& stack = stack_;
-  Outcome& result = result_;
-  bool& returned = returned_;
-  while (!stack.empty()) {
-    Frame& frame = stack.back();
+  while (!stack_.empty()) {
+    Frame& frame = stack_.back();
     if (frame.sides) {
-      if (returned) {
-        parts_.pop_back();
-        returned = false;
-        if (result != Outcome::kFound) {
-          stack.pop_back();
-          returned = true;
-          continue;
-        }
-      }
-      while (frame.next_side < frame.side_items.size() &&
-             frame.side_items[frame.next_side].empty()) {
-        ++frame.next_side;
-      }
-      if (frame.next_side == frame.side_items.size()) {
-        result = Outcome::kFound;
-        stack.pop_back();
-        returned = true;
-        continue;
-      }
-      const size_t k = frame.next_side++;
-      parts_.push_back(
-          MakePart(std::move(frame.side_items[k]), frame.bounds[k], frame.bounds[k + 1]));
-      Frame search;
-      search.part = parts_.size() - 1;
-      stack.push_back(std::move(search));
+      SolveSides(frame);
       continue;
     }
     if (!frame.started) {
-      // Pause before the node, so that the next call starts it: where a
-      // step stops does not change what the search visits.
-      if (nodes_ >= node_limit || ((nodes_ & 255) == 0 && should_stop())) {
-        return Outcome::kAborted;
-      }
-      ++nodes_;
-      frame.started = true;
-      if (UndoBytes() > max_undo_bytes_) DropOldestUndo();
-      if (!StartCandidates(&frame)) {
-        result = Outcome::kFound;  // Every tensor of the part is placed.
-        stack.pop_back();
-        returned = true;
-        continue;
-      }
+      const Next next = StartNode(frame, node_limit, should_stop);
+      if (next == Next::kStop) return Outcome::kAborted;
+      if (next == Next::kLoop) continue;
     }
-    if (returned) {
-      returned = false;
-      if (Undoable(frame.mark)) {
-        // Also on kFound: a decomposition's side that fits is undone on the
-        // way up (the solution keeps its offsets), so that a later side that
-        // does not fit can backtrack above it.
-        Remove(frame.placed, frame.mark);
-        parts_[frame.part].Relink(frame.placed_rank);
-        frame.placed = kNoItem;
-      } else if (result == Outcome::kNotFound) {
-        stack.clear();  // It must backtrack past what the logs kept: give up.
-        return Outcome::kAborted;
-      }
-      // Else kFound, and no backtracking can reach this frame any more (the
-      // frames below it have older marks): its placement may stay.
-      if (result == Outcome::kFound) {
-        stack.pop_back();
-        returned = true;
-        continue;
-      }
+    if (returned_) {
+      const Next next = TakeAnswer(frame);
+      if (next == Next::kStop) return Outcome::kAborted;
+      if (next == Next::kLoop) continue;
     }
-    // The next candidate that passes the symmetry rule and the checks.
-    Part& part = parts_[frame.part];
-    bool descended = false;
-    Candidate candidate;
-    while (NextCandidate(&frame, &candidate)) {
-      const int32_t twin = part.twin[candidate.rank];
-      if (twin >= 0 && offset_[part.items[twin]] == kNoUnit) continue;
-      const ItemIndex i = part.items[candidate.rank];
-      frame.mark = {lows_dropped_ + low_log_.size(), min_offsets_dropped_ + min_offset_log_.size()};
-      const bool split = Place(i, candidate.offset);
-      if (!FitsAfter(part, candidate.offset)) {
-        Remove(i, frame.mark);
-        continue;
-      }
-      frame.placed = i;
-      frame.placed_rank = candidate.rank;
-      part.Unlink(candidate.rank);
-      Frame child;
-      if (split) {
-        child.sides = true;
-        SplitSides(part, i, &child);
-      } else {
-        child.part = frame.part;
-        child.last_offset = candidate.offset;
-        child.last_rank = candidate.rank;
-      }
-      stack.push_back(std::move(child));  // `frame` is not used after this.
-      descended = true;
-      break;
-    }
-    if (descended) continue;
-    result = Outcome::kNotFound;
-    stack.pop_back();
-    returned = true;
+    TryCandidates(frame);
   }
-  return result;
+  return result_;
 }
 
 inline CanonicalSearch::Part CanonicalSearch::MakePart(std::vector<ItemIndex> items,

@@ -137,6 +137,24 @@ class CanonicalSearch {
   // Runs the frames on stack_ until an answer, the limit or should_stop
   // (kAborted with the stack kept, to resume), or giving up.
   Outcome Search(int64_t node_limit, const std::function<bool()>& should_stop);
+  // Search's steps on the frame on top of the stack. What the loop does
+  // next: go on with the frame, take the stack's new top, or stop (kAborted).
+  enum class Next { kGoOn, kLoop, kStop };
+  // A frame of sides: the answer of the side just solved, then the next.
+  void SolveSides(Frame& frame);
+  // Pops the frame with `answer` for the frame below it.
+  void Answer(Outcome answer) {
+    result_ = answer;
+    stack_.pop_back();
+    returned_ = true;
+  }
+  // A search frame's node: counted, or the search pauses before it.
+  Next StartNode(Frame& frame, int64_t node_limit, const std::function<bool()>& should_stop);
+  // A child answered: its placement undone, or the search gives up.
+  Next TakeAnswer(Frame& frame);
+  // The next candidate that passes the symmetry rule and the checks, and
+  // its child pushed; kNotFound when none does.
+  void TryCandidates(Frame& frame);
 
   // The undo logs passed max_undo_bytes_: drops their oldest half.
   void DropOldestUndo();

@@ -192,7 +192,7 @@ std::vector<Offset> ToOffsets(const PackingProblem& problem, const UnitProblem& 
   return offsets;
 }
 
-// The descent (MinimizeBufsize; the comment there says how they are
+// The descent (BufsizeSearch; the comment there says how they are
 // used). Each round (node limit L per member) gives the descent
 // kDescentShareNum / kDescentShareDen of the bound's nodes, in probes of
 // L / kDescentLimitDivisor nodes per member. A probe answers quickly within
@@ -266,258 +266,335 @@ FitResult FitInCapacity(const PackingProblem& problem, Size capacity, const Sear
   return result;
 }
 
-PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
-                              std::vector<Offset> incumbent, const SearchLimits& limits) {
-  const auto began = std::chrono::steady_clock::now();
-  const UnitProblem units(problem);
-  const Size a = problem.alignment;
-  PackingResult result;
-  result.offsets = std::move(incumbent);
-  result.bufsize = PackingBufsize(problem, result.offsets);
-  result.lower_bound = std::min(result.bufsize, units.lower_bound * a);
-  result.improvements.push_back({0, result.bufsize});
-  result.searched = units.searchable && result.bufsize <= capacity;
-  if (!result.searched || result.proved_optimal()) return result;
+namespace {
 
-  Controller controller(limits);
-  Unit lower = result.lower_bound / a;
-  Unit upper = result.bufsize / a;  // Aligned ends are multiples of a.
-  const Unit floor_units = std::max(units.lone_units, units.obstacle_top);
-  int64_t remaining = limits.max_nodes;
-  const int64_t members = static_cast<int64_t>(Preorders().size());
-  // The members at the bound, and one unit below the best plan: kept, and
-  // resumed with larger limits, until their capacity changes.
-  std::unique_ptr<Members> bound, below;
-  int favourite = 0;  // The preorder of the descent's last answer: it runs first.
+// MinimizeBufsize's search, once the incumbent is known to leave a gap to
+// the bound: its state named, its schedule in short steps. The schedule,
+// rounds of doubling node limits L (the restarts over the preorders):
+// each round (Round) first resumes the bound's members to L nodes each:
+// often they fit, and then the plan is optimal. Resumed, they cost half
+// what restarting them from the root cost, and the descent gets the
+// difference: kDescentShareNum / kDescentShareDen of the bound's nodes (a
+// share that left every proof at the bound of A-K faster than before;
+// docs/quality.md), below the best plan, each packing found taken at its
+// real top (often well below the probe):
+//   * one unit below the best plan (ProbeJustBelow): its members, favourite
+//     first, are resumed from probe to probe and round to round (from a
+//     dive's limit, doubling, then by L / kDescentLimitDivisor per probe)
+//     until they answer. While the bound and the steps go unanswered, this
+//     is where the budget goes, so a plan just below ours is found when a
+//     search from scratch would find it;
+//   * between two of those probes, and after a quick answer, a step toward
+//     the bound (ProbeStep): fresh members, favourite first, with L /
+//     kDescentLimitDivisor nodes each, at the best plan minus the step. A
+//     quick answer doubles the step and probes again (a bisection toward
+//     the bound while probes answer quickly, up to the bound's own
+//     members); an unanswered one halves it, down to one unit and then back
+//     to the first step: a capacity is not easier for being higher, and a
+//     probe further down is a different search.
+// When the descent of the last round that ran one gained at most 1 /
+// kStallFraction of the gap to the bound, shares of this round's descent
+// nodes first go to squeaky dives, then to the top repack, which starts
+// from their plan when it is the best (half of what is left each, less
+// while one gains nothing; ShareWith). Stalls come where the whole
+// problem's searches run out of nodes (cut rectangles); of A-K, whose
+// descents keep gaining, only F stalls (twice).
+// The preorder that answered last (in the descent) runs first: one
+// preorder tends to answer all the probes of an instance, and the nodes of
+// the members before the winner are charged. When what is left cannot pay
+// for a whole round (its bound's nodes and the descent's share), the bound
+// gets its part of what is left (BoundLimit), so the descent keeps its
+// share to the end instead of a last bound probe taking the rest. Only
+// nodes decide, except that estimate with a deadline: deterministic under
+// a node budget.
+class BufsizeSearch {
+ public:
+  BufsizeSearch(const PackingProblem& problem, const UnitProblem& units, const SearchLimits& limits,
+                std::chrono::steady_clock::time_point began, PackingResult incumbent)
+      : problem_(problem),
+        units_(units),
+        limits_(limits),
+        began_(began),
+        alignment_(problem.alignment),
+        floor_units_(std::max(units.lone_units, units.obstacle_top)),
+        dive_(kDives * static_cast<int64_t>(units.items.size())),
+        controller_(limits),
+        result_(std::move(incumbent)),
+        lower_(result_.lower_bound / alignment_),
+        upper_(result_.bufsize / alignment_),  // Aligned ends are multiples of it.
+        remaining_(limits.max_nodes),
+        step_(std::max<Unit>(1, (upper_ - lower_) >> kFirstShift)),
+        repack_step_(std::max<Unit>(1, (upper_ - lower_) >> kRepackFirstShift)) {}
+
+  PackingResult Run() {
+    for (int64_t limit = FirstNodeLimit(units_);
+         lower_ < upper_ && remaining_ > 0 && !controller_.Poll(); limit = Doubled(limit)) {
+      if (!Round(limit)) break;
+    }
+    result_.lower_bound = std::min(result_.bufsize, lower_ * alignment_);
+    controller_.ThrowIfInterrupted();
+    return std::move(result_);
+  }
+
+ private:
+  static int64_t Doubled(int64_t value) { return value > kNoLimit / 2 ? kNoLimit : 2 * value; }
+
+  // One round at node limit `limit` per member (see the class comment);
+  // false when nothing is left to run.
+  bool Round(int64_t limit) {
+    const int64_t round_began = result_.nodes;
+    if (!bound_ || bound_->capacity() != units_.Snap(lower_)) {
+      bound_ = std::make_unique<Members>(units_, units_.Snap(lower_));
+    }
+    if (Decide(*bound_, BoundLimit(limit)).fit != Fit::kUnknown) return true;
+    due_ += (result_.nodes - round_began) * kDescentShareNum / kDescentShareDen;
+    if (stalled_) {
+      ShareWith(dives_shift_, &BufsizeSearch::DiveSqueakily);
+      ShareWith(repack_shift_, &BufsizeSearch::RepackTop);
+    }
+    const Unit upper_before = upper_;
+    const int64_t descent_began = result_.nodes;
+    Descend(std::max(FirstNodeLimit(units_), limit / kDescentLimitDivisor));
+    if (result_.nodes > descent_began) {
+      stalled_ = upper_before - upper_ <= (upper_before - lower_) / kStallFraction;
+    }
+    // Every member at the bound gave up, and the descent has nothing to run.
+    return result_.nodes != round_began || !bound_->exhausted();
+  }
+
+  // The bound's members' node limit this round: `limit`, or their part of
+  // what is left when that cannot pay for the whole round.
+  int64_t BoundLimit(int64_t limit) const {
+    const int64_t from = bound_->limit();
+    const int64_t to = std::max(limit, from);
+    const double round_cost = static_cast<double>(members_) * static_cast<double>(to - from) *
+                              static_cast<double>(kDescentShareNum + kDescentShareDen) /
+                              static_cast<double>(kDescentShareDen);
+    const double left = NodesLeft();
+    if (left >= round_cost) return to;
+    return from + std::max<int64_t>(
+                      1, static_cast<int64_t>(static_cast<double>(to - from) * left / round_cost));
+  }
+
   // A packing whose top is `top` units, below the best plan: the best plan.
-  const auto take = [&](std::vector<Offset> offsets, Unit top, const std::string& strategy) {
-    upper = top;
-    result.offsets = std::move(offsets);
-    result.bufsize = upper * a;
-    result.strategy = strategy;
-    result.improvements.push_back(
-        {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+  void Take(std::vector<Offset> offsets, Unit top, const std::string& strategy) {
+    upper_ = top;
+    result_.offsets = std::move(offsets);
+    result_.bufsize = upper_ * alignment_;
+    result_.strategy = strategy;
+    result_.improvements.push_back(
+        {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began_)
              .count(),
-         result.bufsize, result.nodes});
-  };
+         result_.bufsize, result_.nodes});
+  }
+
   // Runs `set` on to `limit` nodes per member (each visits at most its
-  // share of `remaining` more): a packing found is taken at its real top, a
+  // share of remaining_ more): a packing found is taken at its real top, a
   // capacity proved too small raises the bound.
-  const auto decide = [&](Members& set, int64_t limit) {
-    const int64_t each = std::max<int64_t>(1, remaining / members);
-    Decision decision = set.Decide(std::min(limit, SaturatingAdd(set.limit(), each)), controller);
-    result.nodes += decision.nodes;
-    remaining -= decision.nodes;
-    if (decision.fit != Fit::kUnknown && &set != bound.get()) favourite = decision.preorder;
+  Decision Decide(Members& set, int64_t limit) {
+    const int64_t each = std::max<int64_t>(1, remaining_ / members_);
+    Decision decision = set.Decide(std::min(limit, SaturatingAdd(set.limit(), each)), controller_);
+    Charge(decision.nodes);
+    if (decision.fit != Fit::kUnknown && &set != bound_.get()) favourite_ = decision.preorder;
     if (decision.fit == Fit::kFits) {
-      const Unit top = std::max(floor_units, units.ItemsTop(decision.units));
-      if (top < upper) take(ToOffsets(problem, units, decision.units), top, decision.strategy);
+      const Unit top = std::max(floor_units_, units_.ItemsTop(decision.units));
+      if (top < upper_) Take(ToOffsets(problem_, units_, decision.units), top, decision.strategy);
     } else if (decision.fit == Fit::kDoesNotFit) {
-      lower = std::max(lower, units.GrainAbove(set.capacity()));
+      lower_ = std::max(lower_, units_.GrainAbove(set.capacity()));
     }
     return decision;
-  };
+  }
+
+  void Charge(int64_t nodes) {
+    result_.nodes += nodes;
+    remaining_ -= nodes;
+  }
+
   // The nodes this call may still visit: the node budget, and with a
   // deadline, as many as the nodes so far at their rate (an estimate).
-  const auto nodes_left = [&] {
-    double left = static_cast<double>(remaining);
-    if (limits.deadline != std::chrono::steady_clock::time_point::max() && result.nodes > 0) {
+  double NodesLeft() const {
+    double left = static_cast<double>(remaining_);
+    if (limits_.deadline != std::chrono::steady_clock::time_point::max() && result_.nodes > 0) {
       const auto now = std::chrono::steady_clock::now();
-      const double spent = std::chrono::duration<double>(now - began).count();
-      const double ahead = std::chrono::duration<double>(limits.deadline - now).count();
-      if (spent > 0) left = std::min(left, static_cast<double>(result.nodes) * ahead / spent);
+      const double spent = std::chrono::duration<double>(now - began_).count();
+      const double ahead = std::chrono::duration<double>(limits_.deadline - now).count();
+      if (spent > 0) left = std::min(left, static_cast<double>(result_.nodes) * ahead / spent);
     }
     return left;
-  };
+  }
+
   // The capacity one unit below the best plan; the descent runs while it
   // lies above the bound (it admits a packing the bound's members do not).
-  const auto just_below = [&] { return units.Snap(upper - 1); };
-  // The schedule. Rounds of doubling node limits L (the restarts over the
-  // preorders). Each round first resumes the bound's members to L nodes
-  // each: often they fit, and then the plan is optimal. Resumed, they cost
-  // half what restarting them from the root cost, and the descent gets the
-  // difference: kDescentShareNum / kDescentShareDen of the bound's nodes
-  // (a share that left every proof at the bound of A-K faster than
-  // before; docs/quality.md), below the best plan, each packing found
-  // taken at its real top (often well below the probe):
-  //   * one unit below the best plan: its members, favourite first, are
-  //     resumed from probe to probe and round to round (from a dive's
-  //     limit, doubling, then by L / kDescentLimitDivisor per probe) until
-  //     they answer. While the bound and the steps go unanswered, this is
-  //     where the budget goes, so a plan just below ours is found when a
-  //     search from scratch would find it;
-  //   * between two of those probes, and after a quick answer, a step
-  //     toward the bound: fresh members, favourite first, with L /
-  //     kDescentLimitDivisor nodes each, at the best plan minus the step.
-  //     A quick answer doubles the step and probes again (a bisection
-  //     toward the bound while probes answer quickly, up to the bound's own
-  //     members); an unanswered one halves it, down to one unit and then
-  //     back to the first step: a capacity is not easier for being higher,
-  //     and a probe further down is a different search.
-  // When the descent of the last round that ran one gained at most 1 /
-  // kStallFraction of the gap to the bound, shares of this round's descent
-  // nodes first go to squeaky dives, then to the top repack, which starts
-  // from their plan when it is the best (half of what is left each, less
-  // while one gains nothing; below). Stalls come where the whole problem's
-  // searches run out of nodes (cut rectangles); of A-K, whose descents keep
-  // gaining, only F stalls (twice).
-  // The preorder that answered last (in the descent) runs first: one
-  // preorder tends to answer all the probes of an instance, and the nodes
-  // of the members before the winner are charged. When what is left cannot
-  // pay for a whole round (its bound's nodes and the descent's share), the
-  // bound gets its part of what is left, so the descent keeps its share to
-  // the end instead of a last bound probe taking the rest. Only nodes
-  // decide, except that estimate with a deadline: deterministic under a
-  // node budget.
-  Unit step = std::max<Unit>(1, (upper - lower) >> kFirstShift);
-  bool stepping = true;  // The next descent probe is a step, not one unit below.
-  // The descent's nodes in steps and one unit below the best plan: a step
-  // that does not follow a quick answer waits until the steps have had at
-  // most 1 / kBelowWeight of what the probes one unit below had.
-  int64_t step_nodes = 0, below_nodes = 0;
-  const int64_t dive = kDives * static_cast<int64_t>(units.items.size());
-  int64_t due = 0;  // The descent's nodes not yet spent (negative: overspent).
-  const auto descend = [&](int64_t probe_limit) {
-    const auto quick = [&](const Decision& d) {
-      return d.fit == Fit::kFits && d.nodes <= std::max(dive, probe_limit / kQuick);
-    };
-    while (just_below() > lower && due > 0 && remaining > 0 && !controller.Poll()) {
-      const int64_t spent = result.nodes;
-      if (step > 1 && (stepping || step_nodes * kBelowWeight <= below_nodes)) {
-        const Unit target = units.Snap(upper - std::min(step, upper - lower));
-        Decision decision;
-        if (target <= lower) {  // The step reaches the bound: its own members.
-          decision = decide(*bound, SaturatingAdd(bound->limit(), probe_limit));
-        } else {
-          Members fresh(units, target, favourite);
-          decision = decide(fresh, probe_limit);
-        }
-        due -= result.nodes - spent;
-        step_nodes += result.nodes - spent;
-        if (quick(decision)) {
-          stepping = true;
-          step = step > kNoLimit / 2 ? kNoLimit : 2 * step;
-        } else {
-          if (decision.fit == Fit::kUnknown) {
-            step /= 2;
-            if (step <= 1) step = std::max<Unit>(2, (upper - lower) >> kFirstShift);
-          }
-          stepping = false;
-        }
-        continue;
+  Unit JustBelow() const { return units_.Snap(upper_ - 1); }
+
+  // A probe that answered within a dive's nodes or 1 / kQuick of its limit.
+  bool Quick(const Decision& decision, int64_t probe_limit) const {
+    return decision.fit == Fit::kFits && decision.nodes <= std::max(dive_, probe_limit / kQuick);
+  }
+
+  // The descent: probes below the best plan while it has nodes due.
+  void Descend(int64_t probe_limit) {
+    while (JustBelow() > lower_ && due_ > 0 && remaining_ > 0 && !controller_.Poll()) {
+      // A step that does not follow a quick answer waits until the steps
+      // have had at most 1 / kBelowWeight of what the probes one unit below had.
+      if (step_ > 1 && (stepping_ || step_nodes_ * kBelowWeight <= below_nodes_)) {
+        ProbeStep(probe_limit);
+      } else if (!ProbeJustBelow(probe_limit)) {
+        return;
       }
-      if (!below || below->capacity() != just_below()) {
-        below = std::make_unique<Members>(units, just_below(), favourite);
-      }
-      if (below->exhausted()) return;  // Every member gave up (memory).
-      const bool fresh = below->limit() == 0;
-      const int64_t to = fresh ? FirstNodeLimit(units)
-                               : std::min(SaturatingAdd(below->limit(), below->limit()),
-                                          SaturatingAdd(below->limit(), probe_limit));
-      const Decision decision = decide(*below, to);
-      due -= result.nodes - spent;
-      below_nodes += result.nodes - spent;
-      stepping = fresh && quick(decision);
     }
-  };
+  }
+
+  // A probe at the best plan minus the step; adapts the step.
+  void ProbeStep(int64_t probe_limit) {
+    const int64_t spent = result_.nodes;
+    const Unit target = units_.Snap(upper_ - std::min(step_, upper_ - lower_));
+    Decision decision;
+    if (target <= lower_) {  // The step reaches the bound: its own members.
+      decision = Decide(*bound_, SaturatingAdd(bound_->limit(), probe_limit));
+    } else {
+      Members fresh(units_, target, favourite_);
+      decision = Decide(fresh, probe_limit);
+    }
+    due_ -= result_.nodes - spent;
+    step_nodes_ += result_.nodes - spent;
+    if (Quick(decision, probe_limit)) {
+      stepping_ = true;
+      step_ = Doubled(step_);
+      return;
+    }
+    if (decision.fit == Fit::kUnknown) {
+      step_ /= 2;
+      if (step_ <= 1) step_ = std::max<Unit>(2, (upper_ - lower_) >> kFirstShift);
+    }
+    stepping_ = false;
+  }
+
+  // A probe one unit below the best plan, resuming its members; false when
+  // every one of them gave up (memory).
+  bool ProbeJustBelow(int64_t probe_limit) {
+    const int64_t spent = result_.nodes;
+    if (!below_ || below_->capacity() != JustBelow()) {
+      below_ = std::make_unique<Members>(units_, JustBelow(), favourite_);
+    }
+    if (below_->exhausted()) return false;
+    const bool fresh = below_->limit() == 0;
+    const int64_t to = fresh ? FirstNodeLimit(units_)
+                             : std::min(SaturatingAdd(below_->limit(), below_->limit()),
+                                        SaturatingAdd(below_->limit(), probe_limit));
+    const Decision decision = Decide(*below_, to);
+    due_ -= result_.nodes - spent;
+    below_nodes_ += result_.nodes - spent;
+    stepping_ = fresh && Quick(decision, probe_limit);
+    return true;
+  }
+
+  // Runs `helper` with its share of the descent's nodes, due_ >> shift, and
+  // adapts the share to whether it lowered the best plan.
+  void ShareWith(int& shift, void (BufsizeSearch::*helper)(int64_t)) {
+    if ((due_ >> shift) <= 0) return;
+    const int64_t helper_began = result_.nodes;
+    const Unit upper_before = upper_;
+    (this->*helper)(due_ >> shift);
+    due_ -= result_.nodes - helper_began;
+    shift = upper_ < upper_before ? 1 : std::min(shift + 1, kStallShareMaxShift);
+  }
+
   // The top repack (top_repack.h): when the descent stalls, repacking the
   // tensors that end highest, the others staying put, often lowers the best
   // plan where no search of the whole problem answers in its nodes (cut
   // rectangles, docs/quality.md). It works on its own copy of the best plan,
   // toward targets below it, in steps that double while it reaches them
   // and halve while it does not; given up at one unit, until the next round.
-  std::unique_ptr<TopRepack> repack;
-  Unit repack_step = std::max<Unit>(1, (upper - lower) >> kRepackFirstShift);
-  const auto repack_top = [&](int64_t budget) {
-    if (!repack) repack = std::make_unique<TopRepack>(problem, result.offsets);
-    if (PackingBufsize(problem, repack->offsets()) > result.bufsize) repack->Reset(result.offsets);
-    while (budget > 0 && remaining > 0 && just_below() >= lower && !controller.Poll()) {
-      const Unit target = std::max(lower, units.Snap(upper - std::min(repack_step, upper - lower)));
-      const int64_t before = repack->nodes();
-      const bool reached =
-          repack->RepackTo(target * a, std::min(budget, remaining), kRepackFailures, limits);
-      const int64_t spent = repack->nodes() - before;
-      result.nodes += spent;
-      remaining -= spent;
-      budget -= spent;
+  void RepackTop(int64_t budget) {
+    if (!repack_) repack_ = std::make_unique<TopRepack>(problem_, result_.offsets);
+    if (PackingBufsize(problem_, repack_->offsets()) > result_.bufsize) {
+      repack_->Reset(result_.offsets);
+    }
+    while (budget > 0 && remaining_ > 0 && JustBelow() >= lower_ && !controller_.Poll()) {
+      const Unit target =
+          std::max(lower_, units_.Snap(upper_ - std::min(repack_step_, upper_ - lower_)));
+      const int64_t before = repack_->nodes();
+      const bool reached = repack_->RepackTo(target * alignment_, std::min(budget, remaining_),
+                                             kRepackFailures, limits_);
+      Charge(repack_->nodes() - before);
+      budget -= repack_->nodes() - before;
       if (reached) {
-        const Unit top = std::max(floor_units, PackingBufsize(problem, repack->offsets()) / a);
-        if (top < upper) take(repack->offsets(), top, repack->strategy());
-        repack_step = repack_step > kNoLimit / 2 ? kNoLimit : 2 * repack_step;
-      } else if (repack_step == 1) {
+        const Unit top =
+            std::max(floor_units_, PackingBufsize(problem_, repack_->offsets()) / alignment_);
+        if (top < upper_) Take(repack_->offsets(), top, repack_->strategy());
+        repack_step_ = Doubled(repack_step_);
+      } else if (repack_step_ == 1) {
         return;
       } else {
-        repack_step /= 2;
+        repack_step_ /= 2;
       }
     }
-  };
+  }
+
   // Squeaky dives (squeaky_dives.h): greedy packings whose order is learned
   // from dive to dive, a search that leaves the depth-first one's subtree.
-  std::unique_ptr<SqueakyDives> dives;
-  const auto squeaky_dives = [&](int64_t budget) {
-    if (!dives) dives = std::make_unique<SqueakyDives>(units);
-    while (budget > 0 && remaining > 0 && just_below() >= lower && !controller.Poll()) {
-      const int64_t before = dives->nodes();
+  void DiveSqueakily(int64_t budget) {
+    if (!dives_) dives_ = std::make_unique<SqueakyDives>(units_);
+    while (budget > 0 && remaining_ > 0 && JustBelow() >= lower_ && !controller_.Poll()) {
+      const int64_t before = dives_->nodes();
       const bool dived =
-          dives->Dive(std::min(budget, remaining), upper, [&] { return controller.Poll(); });
-      const int64_t spent = dives->nodes() - before;
-      result.nodes += spent;
-      remaining -= spent;
-      budget -= spent;
+          dives_->Dive(std::min(budget, remaining_), upper_, [this] { return controller_.Poll(); });
+      Charge(dives_->nodes() - before);
+      budget -= dives_->nodes() - before;
       if (!dived) return;
-      const Unit top = std::max(floor_units, dives->top());
-      if (top < upper) take(ToOffsets(problem, units, dives->packing()), top, "squeaky dives");
+      const Unit top = std::max(floor_units_, dives_->top());
+      if (top < upper_) Take(ToOffsets(problem_, units_, dives_->packing()), top, "squeaky dives");
     }
-  };
+  }
+
+  const PackingProblem& problem_;
+  const UnitProblem& units_;
+  const SearchLimits& limits_;
+  const std::chrono::steady_clock::time_point began_;
+  const Size alignment_;
+  const Unit floor_units_;  // No packing's top lies below it.
+  const int64_t members_ = static_cast<int64_t>(Preorders().size());
+  const int64_t dive_;  // The nodes of kDives dives.
+  Controller controller_;
+  PackingResult result_;  // The best plan so far.
+  Unit lower_;            // The bound, in units.
+  Unit upper_;            // The best plan's top, in units.
+  int64_t remaining_;     // Of the node budget.
+  // The members at the bound, and one unit below the best plan: kept, and
+  // resumed with larger limits, until their capacity changes.
+  std::unique_ptr<Members> bound_, below_;
+  int favourite_ = 0;  // The preorder of the descent's last answer: it runs first.
+  Unit step_;  // The descent's next step below the best plan.
+  bool stepping_ = true;  // The next descent probe is a step, not one unit below.
+  // The descent's nodes in steps and one unit below the best plan.
+  int64_t step_nodes_ = 0, below_nodes_ = 0;
+  int64_t due_ = 0;  // The descent's nodes not yet spent (negative: overspent).
+  // The helpers after a stall.
+  std::unique_ptr<TopRepack> repack_;
+  Unit repack_step_;
+  std::unique_ptr<SqueakyDives> dives_;
   // Whether the last round whose descent ran gained at most 1 /
   // kStallFraction of the gap. (A round whose descent had nothing to spend,
   // its nodes already overspent, says nothing.)
-  bool stalled = false;
-  // Runs `helper` with its share of the descent's nodes, due >> shift, and
-  // adapts the share to whether it lowered the best plan.
-  const auto share_with = [&](int& shift, const auto& helper) {
-    if ((due >> shift) <= 0) return;
-    const int64_t helper_began = result.nodes;
-    const Unit upper_before = upper;
-    helper(due >> shift);
-    due -= result.nodes - helper_began;
-    shift = upper < upper_before ? 1 : std::min(shift + 1, kStallShareMaxShift);
-  };
-  int repack_shift = 1, dives_shift = 1;
-  for (int64_t limit = FirstNodeLimit(units); lower < upper && remaining > 0 && !controller.Poll();
-       limit = limit > kNoLimit / 2 ? kNoLimit : 2 * limit) {
-    const int64_t round_began = result.nodes;
-    if (!bound || bound->capacity() != units.Snap(lower)) {
-      bound = std::make_unique<Members>(units, units.Snap(lower));
-    }
-    const int64_t from = bound->limit();
-    int64_t to = std::max(limit, from);
-    const double round_cost = static_cast<double>(members) * static_cast<double>(to - from) *
-                              static_cast<double>(kDescentShareNum + kDescentShareDen) /
-                              static_cast<double>(kDescentShareDen);
-    const double left = nodes_left();
-    if (left < round_cost) {
-      to = from + std::max<int64_t>(
-                      1, static_cast<int64_t>(static_cast<double>(to - from) * left / round_cost));
-    }
-    if (decide(*bound, to).fit != Fit::kUnknown) continue;
-    due += (result.nodes - round_began) * kDescentShareNum / kDescentShareDen;
-    if (stalled) {
-      share_with(dives_shift, squeaky_dives);
-      share_with(repack_shift, repack_top);
-    }
-    const Unit upper_before = upper;
-    const int64_t descent_began = result.nodes;
-    descend(std::max(FirstNodeLimit(units), limit / kDescentLimitDivisor));
-    if (result.nodes > descent_began) {
-      stalled = upper_before - upper <= (upper_before - lower) / kStallFraction;
-    }
-    // Every member at the bound gave up, and the descent has nothing to run.
-    if (result.nodes == round_began && bound->exhausted()) break;
-  }
-  result.lower_bound = std::min(result.bufsize, lower * a);
-  controller.ThrowIfInterrupted();
-  return result;
+  bool stalled_ = false;
+  int repack_shift_ = 1, dives_shift_ = 1;
+};
+
+}  // namespace
+
+PackingResult MinimizeBufsize(const PackingProblem& problem, Size capacity,
+                              std::vector<Offset> incumbent, const SearchLimits& limits) {
+  const auto began = std::chrono::steady_clock::now();
+  const UnitProblem units(problem);
+  PackingResult result;
+  result.offsets = std::move(incumbent);
+  result.bufsize = PackingBufsize(problem, result.offsets);
+  result.lower_bound = std::min(result.bufsize, units.lower_bound * problem.alignment);
+  result.improvements.push_back({0, result.bufsize});
+  result.searched = units.searchable && result.bufsize <= capacity;
+  if (!result.searched || result.proved_optimal()) return result;
+  return BufsizeSearch(problem, units, limits, began, std::move(result)).Run();
 }
 
 }  // namespace cadence_memplan

@@ -27,6 +27,19 @@ std::vector<UnitRange> Merged(std::vector<UnitRange> ranges) {
 }  // namespace
 
 UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alignment) {
+  SplitTensors(problem);
+  CutSections();
+  IndexByLo();
+  const std::vector<Unit> totals = SectionTotals();
+  CoverObstacles();
+  ForbidObstacles();
+  Bound(totals);
+  if (searchable) ListMembers();
+}
+
+// Items, lone tensors (zero-size or never alive) and the obstacles that
+// take bytes.
+void UnitProblem::SplitTensors(const PackingProblem& problem) {
   const Size a = alignment;
   for (size_t t = 0; t < problem.tensors.size(); ++t) {
     const Tensor& tensor = problem.tensors[t];
@@ -43,6 +56,11 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
     obstacle_top = std::max(obstacle_top, AlignUp(SaturatingAdd(o.offset, o.tensor.size), a) / a);
     if (!o.tensor.lifetime.empty()) obstacles.push_back(o);
   }
+}
+
+// Sections at the items' ends; each item's sections, and whether the search's
+// lists fit in memory.
+void UnitProblem::CutSections() {
   for (const Item& item : items) section_times.push_back(item.lifetime.end);
   std::sort(section_times.begin(), section_times.end());
   section_times.erase(std::unique(section_times.begin(), section_times.end()), section_times.end());
@@ -57,8 +75,11 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
   searchable = SearchBytesEstimate(entries, static_cast<int64_t>(items.size()), section_count) +
                    kSearchMembers * kMaxUndoBytes <=
                kMaxSearchBytes;
+}
 
-  // Items by first section; first_by_lo[s]: where those starting at s begin.
+// Items by first section; first_by_lo[s]: where those starting at s begin.
+void UnitProblem::IndexByLo() {
+  const auto section_count = static_cast<SectionIndex>(section_times.size());
   by_lo.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) by_lo[i] = static_cast<ItemIndex>(i);
   std::stable_sort(by_lo.begin(), by_lo.end(),
@@ -66,15 +87,23 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
   first_by_lo.assign(section_count + 1, 0);
   for (const Item& item : items) ++first_by_lo[item.lo + 1];
   for (SectionIndex s = 0; s < section_count; ++s) first_by_lo[s + 1] += first_by_lo[s];
+}
 
-  // Units alive in each section (saturating: sizes may add up past 2^63),
-  // and the units that obstacles alive then cover whole.
-  std::vector<Unit> totals(section_count, 0);
+// Units alive in each section (saturating: sizes may add up past 2^63).
+std::vector<Unit> UnitProblem::SectionTotals() const {
+  std::vector<Unit> totals(section_times.size(), 0);
   for (const Item& item : items) {
     for (SectionIndex s = item.lo; s < item.hi; ++s) {
       totals[s] = SaturatingAdd(totals[s], item.units);
     }
   }
+  return totals;
+}
+
+// The units that obstacles alive in each section cover whole.
+void UnitProblem::CoverObstacles() {
+  const Size a = alignment;
+  const auto section_count = static_cast<SectionIndex>(section_times.size());
   std::vector<std::vector<UnitRange>> covered_lists(section_count);
   for (const Obstacle& o : obstacles) {
     const Unit first = CeilDiv(o.offset, a);
@@ -90,7 +119,11 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
     covered.EndRow();
     if (!covered.empty(s)) has_covered = true;
   }
-  // What each obstacle forbids each tensor alive with it.
+}
+
+// What each obstacle forbids each tensor alive with it.
+void UnitProblem::ForbidObstacles() {
+  const Size a = alignment;
   for (const Item& item : items) {
     std::vector<UnitRange> ranges;
     for (const Obstacle& o : obstacles) {
@@ -103,15 +136,17 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
     for (const UnitRange& r : Merged(std::move(ranges))) forbidden.Add(r);
     forbidden.EndRow();
   }
+}
 
-  // The grain (unit_problem.h): with no obstacle alive, the items' tops in
-  // a settled packing are sums of item units. (The bound below is then a
-  // multiple of it already: a sum of units alive at once, or one item's.)
+// The grain (unit_problem.h): with no obstacle alive, the items' tops in a
+// settled packing are sums of item units. (The bound below is then a
+// multiple of it already: a sum of units alive at once, or one item's.)
+void UnitProblem::Bound(const std::vector<Unit>& totals) {
   grain = 0;
   for (const Item& item : items) grain = std::gcd(grain, item.units);
   if (grain == 0 || !obstacles.empty()) grain = 1;
   lower_bound = std::max(lone_units, obstacle_top);
-  for (SectionIndex s = 0; s < section_count; ++s) {
+  for (SectionIndex s = 0; s < static_cast<SectionIndex>(section_times.size()); ++s) {
     Unit covered_units = 0;
     for (const UnitRange* r = covered.begin(s); r != covered.end(s); ++r) {
       covered_units = SaturatingAdd(covered_units, r->last - r->first + 1);
@@ -122,9 +157,11 @@ UnitProblem::UnitProblem(const PackingProblem& problem) : alignment(problem.alig
     lower_bound = std::max(lower_bound,
                            SaturatingAdd(LowestFree(static_cast<ItemIndex>(i), 0), items[i].units));
   }
-  if (!searchable) return;
+}
 
-  // Who is alive in each section, in item order.
+// Who is alive in each section, in item order.
+void UnitProblem::ListMembers() {
+  const auto section_count = static_cast<SectionIndex>(section_times.size());
   std::vector<int64_t> fill(section_count + 1, 0);
   for (const Item& item : items) {
     ++fill[item.lo + 1];

@@ -162,6 +162,17 @@ class UnitProblem {
   Unit lower_bound = 0;  // In units (PackingResult::lower_bound).
   int64_t entries = 0;   // Of `members`: how many sections each item spans, summed.
   bool searchable = false;
+
+ private:
+  // The constructor's steps, in its order (unit_problem.cc).
+  void SplitTensors(const PackingProblem& problem);
+  void CutSections();
+  void IndexByLo();
+  std::vector<Unit> SectionTotals() const;
+  void CoverObstacles();
+  void ForbidObstacles();
+  void Bound(const std::vector<Unit>& totals);
+  void ListMembers();
 };
 
 // Per section: add to a range, the largest value of a range.
