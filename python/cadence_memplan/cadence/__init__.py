@@ -61,11 +61,12 @@ def resolve_patch_reorder(reorder: bool | None) -> bool:
 
 # How a model reaches to_executorch (lowering.lower_exported): "cadence", through Cadence's
 # compiler's passes and its backend config, as export_to_executorch_gen_etrecord lowers;
-# "exir", plain to_edge and exir's default config, no Cadence passes.
+# "exir", plain to_edge and exir's default config, no Cadence passes, planned with no nops
+# (lowering.compile_mode): exir's program, which runs on the portable runtime.
 LOWERINGS = ("cadence", "exir")
 
 # What each lowering is, for progress lines and reports.
 LOWERING_DESCRIPTIONS = {
     "cadence": "Cadence's compiler's passes and backend config",
-    "exir": "exir's to_edge and the default backend config, no Cadence passes",
+    "exir": "exir's to_edge and the default backend config, no Cadence passes or nops",
 }

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
@@ -34,7 +33,7 @@ from .._types import ALGORITHMS, DEFAULT_BUDGET, Budget, Objective
 from ..io.memories import Memory
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
-from .lowering import PlannedSpecs, backend_config, memory_config
+from .lowering import PlannedSpecs, backend_config, compile_mode, memory_config
 from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
@@ -138,11 +137,12 @@ class Replanner:
         self.objective = objective
         self.last_placer: Any = None
         self.mem_algo = ALGORITHMS.index(algorithm)
+        self.mode = compile_mode(lowering)
         self.alloc_inputs = alloc_inputs
         self.alloc_outputs = alloc_outputs
         planning = CadenceMemoryPlanning(
             memory_config(memories),
-            CompileMode.DEFAULT,
+            compile_mode(lowering),
             self.mem_algo,
             alloc_graph_input=alloc_inputs,
             alloc_graph_output=alloc_outputs,
@@ -179,7 +179,7 @@ class Replanner:
         call.restore()
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
-            CompileMode.DEFAULT,
+            self.mode,
             self.alloc_inputs,
             self.alloc_outputs,
             None,

@@ -118,8 +118,8 @@ def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True
         choices=LOWERINGS,
         help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
         " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
-        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
-        f" puts Cadence's nops in) (default: {DEFAULT_LOWERING})",
+        "); exir = plain to_edge and exir's default config, no Cadence passes or nops, a program"
+        f" the portable runtime runs (default: {DEFAULT_LOWERING})",
     )
     for what in ("inputs", "outputs"):
         parser.add_argument(

@@ -321,9 +321,13 @@ def _write_outputs(
         program = ours.program
         assert program is not None  # --pte was refused above for inputs that are not models
         partial(arguments.pte).write_bytes(program.buffer)
+        runs_on = (
+            "an ExecuTorch runtime built with Cadence's kernels, not the portable one"
+            if ours.lowering == "cadence"
+            else "the portable runtime"  # exir's program: exir's ops, no Cadence nops
+        )
         written.append(
-            f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
-            " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
+            f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on {runs_on})"
         )
     if arguments.plot:
         from .memory_map import plot_memory_map
