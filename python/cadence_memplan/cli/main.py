@@ -66,6 +66,7 @@ from .common import (
     CliError,
     one_line,
 )
+from .progress import Progress
 
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
 
@@ -206,8 +207,15 @@ def _readers_may_leave() -> Iterator[list[_ReaderMayLeave]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage,
     141 a reader left: see the module's docstring)."""
-    with _readers_may_leave() as streams:
-        status, failed = _run(argv)
+    result: tuple[int, bool] | None = None
+    try:
+        with _readers_may_leave() as streams:
+            result = _run(argv)
+    except KeyboardInterrupt:
+        if result is None:
+            raise
+        # Ctrl-C while the last lines were flushed: the command had ended, outputs written.
+    status, failed = result
     if any(stream.gone for stream in streams) and not failed:
         return EXIT_BROKEN_PIPE  # as a command cut off by SIGPIPE, quietly
     return status
@@ -238,17 +246,23 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         status = code if isinstance(code, int) else EXIT_USAGE
         return status, status != 0
     debug = arguments.debug
+    progress = arguments.progress = Progress(getattr(arguments, "quiet", True))
     try:
         command = {"sweep": sweep_command, "size": size_command, "diff": diff_command}.get(
             arguments.command, plan_command
         )
-        return command.run(arguments), False
+        try:
+            return command.run(arguments), False
+        finally:
+            progress.close()  # before any error line: no "still ..." after it
     except CliError as error:
         if debug:
             raise
         print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
         return error.exit_code, True
     except KeyboardInterrupt:
+        if progress.finished:  # after "done": every output is written
+            return 0, False
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED, True
     except Exception as error:

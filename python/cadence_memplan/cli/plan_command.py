@@ -24,7 +24,6 @@ from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
-    Progress,
     add_planning_options,
     budget_from_arguments,
     check_matplotlib,
@@ -49,6 +48,7 @@ from .printing import (
     print_reorder,
     print_report,
 )
+from .progress import Progress
 
 
 def add_parser(commands: Any) -> None:
@@ -134,7 +134,7 @@ def run(arguments: argparse.Namespace) -> int:
         for name, description in BUILTIN_INPUTS.items():
             print(f"{name:<16}{description}")
         return 0
-    progress = Progress(arguments.quiet)
+    progress: Progress = arguments.progress  # main's: it closes it
     with library_errors():
         what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
@@ -172,7 +172,7 @@ def run(arguments: argparse.Namespace) -> int:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     if problem is not None:
         raise CliError(f"the plan is invalid: {problem}", EXIT_PLANNING_FAILED)
     if not same:
@@ -305,8 +305,11 @@ def _write_outputs(
     table, memories, algorithm, label = ours.table, ours.memories, ours.algorithm, ours.input.label
     written = []
     if arguments.out:
+        progress(f"writing {arguments.out}")
         write_plan(partial(arguments.out), table, memories, algorithm, label, ours.timings)
         written.append(f"wrote plan: {arguments.out}")
+    if minimalloc_paths:
+        progress(f"writing {', '.join(map(str, minimalloc_paths.values()))}")
     written += _write_minimalloc(minimalloc_paths, table, memories, partial)
     if arguments.trace:
         progress(f"writing {arguments.trace}")
@@ -320,6 +323,7 @@ def _write_outputs(
     if arguments.pte:
         program = ours.program
         assert program is not None  # --pte was refused above for inputs that are not models
+        progress(f"writing {arguments.pte}")
         partial(arguments.pte).write_bytes(program.buffer)
         runs_on = (
             "an ExecuTorch runtime built with Cadence's kernels, not the portable one"

@@ -14,7 +14,6 @@ from ..sizing import DEFAULT_POINTS, MemorySizing, Sizing, size_input
 from ..stats import format_bytes
 from .common import (
     CliError,
-    Progress,
     add_planning_options,
     budget_from_arguments,
     check_matplotlib,
@@ -30,6 +29,7 @@ from .common import (
 )
 from .plot_axes import PLOT_SUFFIXES
 from .printing import format_seconds, kept_terms, percent_used, print_table
+from .progress import Progress
 
 __all__ = ["add_parser", "print_sizing", "run"]
 
@@ -74,7 +74,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    progress = Progress(arguments.quiet)
+    progress: Progress = arguments.progress  # main's: it closes it
     with library_errors():
         what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
@@ -106,6 +106,7 @@ def run(arguments: argparse.Namespace) -> int:
         if arguments.json:
             from ..io.sizes import write_size
 
+            progress(f"writing {arguments.json}")
             write_size(partial(arguments.json), sizing)
             written.append(f"wrote sizing: {arguments.json}")
         if arguments.plot:
@@ -116,7 +117,7 @@ def run(arguments: argparse.Namespace) -> int:
             written.append(f"wrote sizing plot: {arguments.plot}")
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     return 0
 
 

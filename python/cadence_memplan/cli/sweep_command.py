@@ -25,7 +25,6 @@ from ..planning import load_input, resolve_input, sweep_input
 from ..stats import format_bytes, plural
 from .common import (
     CliError,
-    Progress,
     add_planning_options,
     budget_from_arguments,
     check_matplotlib,
@@ -40,6 +39,7 @@ from .common import (
 )
 from .plot_axes import PLOT_SUFFIXES
 from .printing import SUM_OF_SIZES_NOTE, format_seconds, print_table
+from .progress import Progress
 
 
 def add_parser(commands: Any) -> None:
@@ -81,7 +81,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    progress = Progress(arguments.quiet)
+    progress: Progress = arguments.progress  # main's: it closes it
     with library_errors():
         what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
@@ -141,6 +141,7 @@ def run(arguments: argparse.Namespace) -> int:
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         if arguments.out:
+            progress(f"writing {arguments.out}")
             write_sweep_csv(partial(arguments.out), rows, memories, varied)
             written.append(f"wrote sweep: {arguments.out}")
         if arguments.plot:
@@ -153,7 +154,7 @@ def run(arguments: argparse.Namespace) -> int:
             written.append(f"wrote sweep plot: {arguments.plot}")
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     return 0
 
 
