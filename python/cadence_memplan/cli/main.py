@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
@@ -69,6 +70,16 @@ from .common import (
 from .progress import Progress
 
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
+
+
+# "262144 bytes" as the core and upstream write a count (not one inside another number).
+_UNGROUPED_BYTES = re.compile(r"(?<![\d.,])(\d{4,})(?= bytes\b)")
+
+
+def grouped_bytes(message: str) -> str:
+    """``memory 1 (262144 bytes, ...`` -> ``memory 1 (262,144 bytes, ...``: an error's
+    byte counts grouped as the command's own words group them, wherever they come from."""
+    return _UNGROUPED_BYTES.sub(lambda match: f"{int(match.group(1)):,}", message)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -258,7 +269,7 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
     except CliError as error:
         if debug:
             raise
-        print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
+        print(f"{PROG}: error: {grouped_bytes(one_line(str(error)))}", file=sys.stderr)
         return error.exit_code, True
     except KeyboardInterrupt:
         if progress.finished:  # after "done": every output is written
@@ -269,7 +280,8 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         if debug:
             raise
         print(
-            f"{PROG}: error: {type(error).__name__}: {one_line(str(error)).split('; ')[0]}"
+            f"{PROG}: error: {type(error).__name__}:"
+            f" {grouped_bytes(one_line(str(error)).split('; ')[0])}"
             " (rerun with --debug for the traceback)",
             file=sys.stderr,
         )
