@@ -431,6 +431,37 @@ def test_sweep_plot_has_a_panel_per_memory_when_magnitudes_differ(tmp_path: Path
     assert heights[1] > heights[0]  # fast, far, outside fast, tensors
 
 
+def test_sweep_plot_draws_steps(tmp_path: Path) -> None:
+    """A value holds from its size up to the next size swept: steps, no straight line
+    through sizes that were not planned."""
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
+    from matplotlib.figure import Figure
+
+    from cadence_memplan.cli import sweep_plot
+
+    rows = [
+        SweepRow(size, True, (size, 64 - size), (1, 1), (size, 64 - size)) for size in (16, 32, 64)
+    ]
+    figures: list[object] = []
+    savefig = Figure.savefig
+
+    def keep(figure: object, *arguments: object, **options: object) -> None:
+        figures.append(figure)
+        savefig(figure, *arguments, **options)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", keep)
+        sweep_plot.plot_sweep(
+            tmp_path / "s.png", rows, parse_memory_spec("fast=64:1,far=1GiB:1"), 0, "s"
+        )
+    (figure,) = figures
+    lines = [
+        line for axis in figure.axes for line in axis.get_lines() if len(line.get_xdata()) == 3
+    ]
+    assert lines
+    assert {line.get_drawstyle() for line in lines} == {"steps-post"}
+
+
 def test_sweep_table_rounds_a_row_alike_and_never_up() -> None:
     """1.75 MiB prints with the decimals it needs, and a peak just below it stays below
     (format_bytes alone says 1.8 MiB beside 1.7 MiB)."""
