@@ -36,6 +36,7 @@ def sizing_figure(sizing: Sizing) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     sized = sizing.sized[0]
     memory = sized.memory
@@ -81,7 +82,9 @@ def sizing_figure(sizing: Sizing) -> Any:
         share_axis = axis.secondary_yaxis("right", functions=(to_share, from_share))
         share_axis.set_ylabel("share of every tensor (%)")
         # Shares near 100% as themselves, not as an offset ("1e-5+9.999999e1").
-        share_axis.yaxis.get_major_formatter().set_useOffset(False)
+        formatter = share_axis.yaxis.get_major_formatter()
+        if isinstance(formatter, ScalarFormatter):
+            formatter.set_useOffset(False)
     unit, terms = kept_terms(sizing.objective)
     # No unit here: each tick carries its own (16 KiB, 32 KiB, ...).
     axis.set_ylabel(f"kept in {name} ({terms})" if unit == "B" else f"kept in {name} (traffic)")
