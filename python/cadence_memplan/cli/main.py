@@ -35,8 +35,9 @@ plans are identical, 1 they differ, 2 error.
 
 Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, lowering
 failed, an output could not be written), 2 usage error (bad option, missing or unreadable
-input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
-line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+input), 130 interrupted (0 after "done": every output is written), 141 stdout closed
+early (``| head``), silently. Errors are one line on stderr, ``cadence-memplan: error:
+...``; ``--debug`` adds the traceback.
 
 A reader that goes away (``| head``, on stdout or stderr) stops only the printing, for
 every command: the work goes on and the outputs are written as without it
