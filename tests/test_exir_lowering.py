@@ -25,6 +25,7 @@ from executorch.exir._warnings import ExperimentalWarning
 from cadence_memplan.io.memories import DEFAULT_MEMORY_SPEC, parse_memory_spec
 from cadence_memplan.models import MODELS, SCHEDULING_MODELS, build_model, example_calls
 from cadence_memplan.planning import plan_input
+from cadence_memplan.stats import peak_usage_per_memory
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", ExperimentalWarning)  # on import: "This API is experimental"
@@ -69,6 +70,14 @@ def exir_program(name: str, tmp_path: Path) -> Path:
         for operator in plan.operators
     }
     assert not [op for op in ops if op.endswith("_nop") or op.startswith("cadence::")], ops
+    # The report's figures are this program's: each memory's peak usage is the buffer the
+    # program reserves for it, up to that memory's alignment.
+    table = planned.table
+    usage = peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, len(memories))
+    reserved = planned.program.exported_program().graph_module.meta["non_const_buffer_sizes"]
+    for mem_id, memory in enumerate(memories, start=1):
+        buffer = reserved[mem_id] if mem_id < len(reserved) else 0
+        assert usage[mem_id] <= buffer < usage[mem_id] + memory.alignment, (mem_id, reserved)
     pte = tmp_path / f"{name}.pte"
     pte.write_bytes(planned.program.buffer)
     return pte
