@@ -178,6 +178,9 @@ def test_csv_that_cannot_fit(small_csv: Path) -> None:
     assert "tensor" not in line
     assert "peak-live lower bound: 6.6 KiB (6,796 bytes) must be alive at once" in line
     assert "more than the 1.0 KiB (1,024 bytes) the one memory holds" in line
+    # The core's own words about each memory group their digits as the rest of the line.
+    assert "memory 1 (1,024 bytes, alignment 16): no room" in line
+    assert not re.search(r"(?<![\d.,])\d{4,} bytes", line), line
 
 
 def test_no_room_suggests_memories_that_hold_the_instance(small_csv: Path) -> None:

@@ -82,14 +82,36 @@ def test_memory_names_follow_one_rule(small_csv: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("memory", "warning"),
+    ("memory", "error"),
     [
-        ("16:256KiB", ("memory mem1: size 16 B and alignment 256KiB look swapped (SIZE comes"
+        ("16:256KiB", ("memory mem1: size 16 and alignment 256KiB look swapped (SIZE comes"
          " first: 256KiB:16?)")),
         ("64KiB:1GiB", "memory mem1: alignment 1GiB is above its size 64KiB"),
-        ("fast=1MiB:48", "memory fast: alignment 48 is not a power of two"),
     ],
 )  # fmt: skip
+@pytest.mark.parametrize("given_as", ["--memory", "--memory-config"])
+def test_a_memory_nothing_fits_in_is_an_error(
+    small_csv: Path, tmp_path: Path, memory: str, error: str, given_as: str
+) -> None:
+    """Alignment above size: no tensor of nonzero size fits; an error, nothing written."""
+    out = tmp_path / "plan.json"
+    if given_as == "--memory":
+        result = run(small_csv, "--memory", f"{memory},1GiB:64", "--out", out)
+    else:
+        size, alignment = memory.split(":")
+        config = tmp_path / "memories.json"
+        config.write_text(json.dumps({"memories": [{"size": size, "alignment": alignment}]}))
+        result = run(small_csv, "--memory-config", config, "--out", out)
+    assert result.returncode == 2, result.stderr
+    where = "--memory" if given_as == "--memory" else f"--memory-config {config}"
+    assert error_line(result).startswith(f"cadence-memplan: error: {where}: {error}")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("memory", "warning"),
+    [("fast=1MiB:48", "memory fast: alignment 48 is not a power of two")],
+)
 def test_implausible_memories_are_warned_about_and_still_planned(
     small_csv: Path, memory: str, warning: str
 ) -> None:

@@ -188,6 +188,14 @@ def test_an_empty_instance_is_warned_about(tmp_path: Path) -> None:
     assert result.stderr == (
         f"cadence-memplan: warning: {path} has a header and no buffers: there is nothing to plan\n"
     )
+    # No node 0 where 0 bytes are alive: there is no node and no tensor.
+    assert "overall peak: none, there are no tensors\n" in result.stdout
+    assert "alive at node" not in result.stdout
+    sized = run("size", path, "--quiet")
+    assert sized.returncode == 0, sized.stderr
+    assert "fast: no tensor has any bytes, so any size holds them all\n" in sized.stdout
+    assert "0 B (0 B)" not in sized.stdout
+    assert "below 0 B" not in sized.stdout
 
 
 def test_minimalloc_instance_counts_its_buffers(small_csv: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ matplotlib = pytest.importorskip("matplotlib", reason='needs matplotlib: pip ins
 
 from cadence_memplan.cli.memory_map import (
     AGGREGATE_ABOVE,
+    EDGES_UP_TO,
     LABEL_LIMIT,
     MIN_PIXELS,
     live_bytes_per_node,
@@ -220,3 +222,38 @@ def test_a_hosts_name_stays_off_the_tensors_inside_it(tmp_path: Path) -> None:
     shown = texts(svg_of(tmp_path, middle, parse_memory_spec("fast=8KiB:16")))
     assert "slice_host" in shown
     assert "middle" in shown
+
+
+def drawn_figure(tmp_path: Path, table: TensorTable, memories: list) -> Any:  # type: ignore[type-arg]
+    """The figure ``plot_memory_map`` saves."""
+    from matplotlib.figure import Figure
+
+    figures: list[Any] = []
+    savefig = Figure.savefig
+
+    def keep(figure: Any, *arguments: Any, **options: Any) -> None:
+        figures.append(figure)
+        savefig(figure, *arguments, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", keep)
+        plot_memory_map(tmp_path / "map.png", table, memories, "test")
+    (figure,) = figures
+    return figure
+
+
+@pytest.mark.parametrize("count", [EDGES_UP_TO, EDGES_UP_TO + 1, AGGREGATE_ABOVE])
+def test_many_rectangles_are_drawn_without_edge_lines(tmp_path: Path, count: int) -> None:
+    """Thousands of outlines, each at least a pixel wide, darken a panel into a smear:
+    above EDGES_UP_TO tensors, rectangles are fills only; and the band of live bytes
+    (more nodes than pixels) lies behind them, not over them."""
+    memories = parse_memory_spec("fast=1GiB:16")
+    table = planned(count, "fast=1GiB:16")
+    table.ends[0] = 5000  # more nodes than the panel has pixels: the band is drawn
+    figure = drawn_figure(tmp_path, table, memories)
+    (axis, *_) = figure.axes
+    tensors, *band = axis.collections  # the rectangles first, then the band
+    widths = set(np.asarray(tensors.get_linewidths()).tolist())
+    assert (widths == {0.0}) == (count > EDGES_UP_TO), widths
+    assert band
+    assert all(other.get_zorder() < tensors.get_zorder() for other in band)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -474,6 +475,11 @@ def test_plot_draws_the_curve_and_its_bound(tmp_path: Path, proved: bool) -> Non
     assert bool(shaded) == (not proved)
     lower_bound = sizing.sized[0].lower_bound  # 4,000 B: 7,200 < 9,000 at 3,999 B
     assert (f"at least {lower_bound:,} B" in axis.get_xlabel()) == (not proved)
+    # The ticks carry the unit (one for all of them); the label names none beside them.
+    figure.canvas.draw()
+    ticks = [label.get_text() for label in axis.get_yticklabels() if label.get_text()]
+    assert len({tick.split()[-1] for tick in ticks}) == 1, ticks
+    assert not re.search(r"\b(B|KiB|MiB|GiB)\b", axis.get_ylabel()), axis.get_ylabel()
     path = tmp_path / "size.png"
     plot_sizing(path, sizing)
     assert matplotlib.image.imread(path).shape[2] == 4

@@ -282,26 +282,26 @@ def test_cli_usage_errors(tmp_path: Path, arguments: list[str], message: str) ->
 
 
 @pytest.mark.executorch
-def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
+@pytest.mark.parametrize("lowering", ["cadence", "exir"])
+def test_model_rows_are_the_plans_of_whole_lowerings(lowering: str) -> None:
     """Re-planning only the planning step gives, at each size, the plan a whole
-    to_executorch makes there (cnn: cat and slice constraints), also after a size that
-    does not fit; the CLI's model path uses this Replanner."""
+    to_executorch makes there (cnn: cat and slice constraints on Cadence's lowering, none
+    on exir's), also after a size that does not fit; the CLI's model path uses this
+    Replanner."""
     import copy
 
     import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
-    import torch
     from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
-    from executorch.exir import to_edge
 
-    from cadence_memplan.cadence.lowering import lower_and_plan
+    from cadence_memplan.cadence.lowering import export_model, lower_and_plan, lower_exported
     from cadence_memplan.cadence.memory_planning import CadenceMemoryPlanning
     from cadence_memplan.cadence.sweep import PLANNING_FAILURES, Replanner
     from cadence_memplan.models import build_model
 
     model, inputs = build_model("cnn", image=8)
-    edge = to_edge(torch.export.export(model, inputs, strict=False))
+    edge = lower_exported(export_model(model, inputs, lowering), lowering)
     base = parse_memory_spec("fast=4KiB:16,near=8KiB:64")
-    options = PlanningOptions("heuristic", lowering="exir")
+    options = PlanningOptions("heuristic", lowering=lowering)
     replanner = Replanner(copy.deepcopy(edge), base, options)
     checked = failed = 0
     sharing = False
@@ -321,7 +321,8 @@ def test_model_rows_are_the_plans_of_whole_lowerings() -> None:
         checked += 1
     assert checked >= 3
     assert failed == 1
-    assert sharing, "the cnn's cat/slice constraints place tensors inside others"
+    # Cadence's cat/slice nops place tensors inside others; exir's program has no nops.
+    assert sharing == (lowering == "cadence")
 
 
 @pytest.mark.executorch
@@ -426,6 +427,37 @@ def test_sweep_plot_has_a_panel_per_memory_when_magnitudes_differ(tmp_path: Path
         heights.append(matplotlib.image.imread(path).shape[0])
     assert heights[0] == 600  # one panel of bytes, one of tensors
     assert heights[1] > heights[0]  # fast, far, outside fast, tensors
+
+
+def test_sweep_plot_draws_steps(tmp_path: Path) -> None:
+    """A value holds from its size up to the next size swept: steps, no straight line
+    through sizes that were not planned."""
+    pytest.importorskip("matplotlib", reason='needs matplotlib: pip install ".[plot]"')
+    from matplotlib.figure import Figure
+
+    from cadence_memplan.cli import sweep_plot
+
+    rows = [
+        SweepRow(size, True, (size, 64 - size), (1, 1), (size, 64 - size)) for size in (16, 32, 64)
+    ]
+    figures: list[object] = []
+    savefig = Figure.savefig
+
+    def keep(figure: object, *arguments: object, **options: object) -> None:
+        figures.append(figure)
+        savefig(figure, *arguments, **options)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", keep)
+        sweep_plot.plot_sweep(
+            tmp_path / "s.png", rows, parse_memory_spec("fast=64:1,far=1GiB:1"), 0, "s"
+        )
+    (figure,) = figures
+    lines = [
+        line for axis in figure.axes for line in axis.get_lines() if len(line.get_xdata()) == 3
+    ]
+    assert lines
+    assert {line.get_drawstyle() for line in lines} == {"steps-post"}
 
 
 def test_sweep_table_rounds_a_row_alike_and_never_up() -> None:

@@ -68,5 +68,5 @@ def resolve_patch_reorder(reorder: bool | None) -> bool:
 # What each lowering is, for progress lines and reports.
 LOWERING_DESCRIPTIONS = {
     "cadence": "Cadence's compiler's passes and backend config",
-    "exir": "exir's to_edge and the default backend config, no Cadence passes",
+    "exir": "exir's to_edge and the default backend config, no Cadence passes or nops",
 }

@@ -40,6 +40,7 @@ __all__ = [
     "PlannedSpecs",
     "TimedPlanning",
     "backend_config",
+    "compile_mode",
     "export_model",
     "graph_table",
     "lower_and_plan",
@@ -84,6 +85,16 @@ def backend_config(lowering: str, memory_planning_pass: Any) -> ExecutorchBacken
         config: ExecutorchBackendConfig = cadence_backend_config(memory_planning_pass)
         return config
     return ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass)
+
+
+def compile_mode(lowering: str) -> CompileMode:
+    """The ``CompileMode`` our ``CadenceMemoryPlanning`` plans the lowering's program in:
+    Cadence's compiler's (``DEFAULT``: cat, slice and select become in-place nops), or,
+    for exir's program, ``MINIMAL``, whose constraints are only the ones every program
+    needs (views and idma ops): no op is rewritten into a Cadence nop, so the program
+    holds exir's portable ops and runs on the portable runtime."""
+    _check_lowering(lowering)
+    return CompileMode.DEFAULT if lowering == "cadence" else CompileMode.MINIMAL
 
 
 class TimedPlanning:
@@ -228,7 +239,7 @@ def lower_and_plan(
     what the pass raises. ``who`` names the placer in the timings."""
     pass_ = planning_class(
         memory_config(memories),
-        CompileMode.DEFAULT,
+        compile_mode(options.lowering),
         ALGORITHMS.index(options.algorithm),
         alloc_graph_input=options.alloc_inputs,
         alloc_graph_output=options.alloc_outputs,

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryPlanningAlgoFailure
 from executorch.exir import EdgeProgramManager
 from executorch.exir.tensor import TensorSpec
@@ -35,7 +34,7 @@ from .._types import ALGORITHMS
 from ..request import Memory, PlanningOptions
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
-from .lowering import PlannedSpecs, backend_config, memory_config
+from .lowering import PlannedSpecs, backend_config, compile_mode, memory_config
 from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
@@ -131,7 +130,7 @@ class Replanner:
         self.last_placer: Any = None
         planning = CadenceMemoryPlanning(
             memory_config(memories),
-            CompileMode.DEFAULT,
+            compile_mode(options.lowering),
             ALGORITHMS.index(options.algorithm),
             alloc_graph_input=options.alloc_inputs,
             alloc_graph_output=options.alloc_outputs,
@@ -170,7 +169,7 @@ class Replanner:
         replay = self.options if options is None else options
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
-            CompileMode.DEFAULT,
+            compile_mode(self.options.lowering),
             self.options.alloc_inputs,
             self.options.alloc_outputs,
             None,

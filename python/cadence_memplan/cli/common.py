@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -40,20 +39,6 @@ class CliError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-class Progress:
-    """``cadence-memplan: [  8.1 s] lowering ...`` on stderr, unless quiet."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.began = time.perf_counter()
-        self.stream = sys.stderr  # kept: library chatter is discarded while models lower
-
-    def __call__(self, message: str) -> None:
-        if not self.quiet:
-            elapsed = time.perf_counter() - self.began
-            print(f"{PROG}: [{elapsed:5.1f} s] {message}", file=self.stream, flush=True)
 
 
 def whole_number(noun: str) -> Callable[[str], int]:

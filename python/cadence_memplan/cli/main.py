@@ -35,8 +35,9 @@ plans are identical, 1 they differ, 2 error.
 
 Exit codes of ``plan``: 0 planned, 1 planning failed (a tensor fits nowhere, lowering
 failed, an output could not be written), 2 usage error (bad option, missing or unreadable
-input), 130 interrupted, 141 stdout closed early (``| head``), silently. Errors are one
-line on stderr, ``cadence-memplan: error: ...``; ``--debug`` adds the traceback.
+input), 130 interrupted (0 after "done": every output is written), 141 stdout closed
+early (``| head``), silently. Errors are one line on stderr, ``cadence-memplan: error:
+...``; ``--debug`` adds the traceback.
 
 A reader that goes away (``| head``, on stdout or stderr) stops only the printing, for
 every command: the work goes on and the outputs are written as without it
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
@@ -66,8 +68,19 @@ from .common import (
     CliError,
     one_line,
 )
+from .progress import Progress
 
 __all__ = ["DEFAULT_ALGORITHM", "CliError", "main"]
+
+
+# "262144 bytes" as the core and upstream write a count (not one inside another number).
+_UNGROUPED_BYTES = re.compile(r"(?<![\d.,])(\d{4,})(?= bytes\b)")
+
+
+def grouped_bytes(message: str) -> str:
+    """``memory 1 (262144 bytes, ...`` -> ``memory 1 (262,144 bytes, ...``: an error's
+    byte counts grouped as the command's own words group them, wherever they come from."""
+    return _UNGROUPED_BYTES.sub(lambda match: f"{int(match.group(1)):,}", message)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -206,8 +219,15 @@ def _readers_may_leave() -> Iterator[list[_ReaderMayLeave]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 planning failed, 2 usage,
     141 a reader left: see the module's docstring)."""
-    with _readers_may_leave() as streams:
-        status, failed = _run(argv)
+    result: tuple[int, bool] | None = None
+    try:
+        with _readers_may_leave() as streams:
+            result = _run(argv)
+    except KeyboardInterrupt:
+        if result is None:
+            raise
+        # Ctrl-C while the last lines were flushed: the command had ended, outputs written.
+    status, failed = result
     if any(stream.gone for stream in streams) and not failed:
         return EXIT_BROKEN_PIPE  # as a command cut off by SIGPIPE, quietly
     return status
@@ -238,24 +258,31 @@ def _run(argv: Sequence[str] | None) -> tuple[int, bool]:
         status = code if isinstance(code, int) else EXIT_USAGE
         return status, status != 0
     debug = arguments.debug
+    progress = arguments.progress = Progress(getattr(arguments, "quiet", True))
     try:
         command = {"sweep": sweep_command, "size": size_command, "diff": diff_command}.get(
             arguments.command, plan_command
         )
-        return command.run(arguments), False
+        try:
+            return command.run(arguments), False
+        finally:
+            progress.close()  # before any error line: no "still ..." after it
     except CliError as error:
         if debug:
             raise
-        print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
+        print(f"{PROG}: error: {grouped_bytes(one_line(str(error)))}", file=sys.stderr)
         return error.exit_code, True
     except KeyboardInterrupt:
+        if progress.finished:  # after "done": every output is written
+            return 0, False
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED, True
     except Exception as error:
         if debug:
             raise
         print(
-            f"{PROG}: error: {type(error).__name__}: {one_line(str(error)).split('; ')[0]}"
+            f"{PROG}: error: {type(error).__name__}:"
+            f" {grouped_bytes(one_line(str(error)).split('; ')[0])}"
             " (rerun with --debug for the traceback)",
             file=sys.stderr,
         )

@@ -4,8 +4,9 @@ x = node index, y = offset, a rectangle per tensor, and the memory's live bytes 
 nothing get a one-line note. Rectangles are drawn at least ``MIN_PIXELS`` wide and high so
 that thin tensors stay visible; up to ``LABEL_LIMIT`` tensors in a panel carry their names
 where they fit; in SVG each tensor has a ``<title>`` (a tooltip in browsers). Above
-``AGGREGATE_ABOVE`` tensors a panel draws how much of each small cell of (node, offset) is
-occupied instead of every rectangle, which would only show as texture.
+``EDGES_UP_TO`` tensors rectangles have no outline (thousands of outlines darken a panel
+into a smear), and above ``AGGREGATE_ABOVE`` a panel draws how much of each small cell of
+(node, offset) is occupied instead of every rectangle, which would only show as texture.
 
 matplotlib is imported when a picture is drawn (``pip install matplotlib``).
 """
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGGREGATE_ABOVE",
+    "EDGES_UP_TO",
     "LABEL_LIMIT",
     "live_bytes_per_node",
     "plot_memory_map",
@@ -50,6 +52,9 @@ NOTE_INCHES = 0.25  # height of the line naming the memories that hold nothing
 MIN_PIXELS = 2.0  # smallest drawn width and height of a tensor
 LABEL_LIMIT = 50  # panels with at most this many tensors name them
 AGGREGATE_ABOVE = 5000  # panels with more tensors draw occupancy instead of rectangles
+# Panels with more tensors draw them without edge lines: thousands of outlines, each at
+# least a pixel wide, cover the fill and darken the panel into a smear.
+EDGES_UP_TO = 500
 _CELL_PIXELS = 2  # occupancy cell size in pixels when aggregating
 _SUPERSAMPLE = 4  # each occupancy cell is measured on a 4x4 finer grid
 
@@ -214,7 +219,7 @@ def _draw_tensors(
     drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
     drawn_left = left - (drawn_width - width) / 2
     drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
-    own_style, inside_style = _tensor_styles(colour)
+    own_style, inside_style = _tensor_styles(colour, edges=len(chosen) <= EDGES_UP_TO)
     inside = table.shares_storage[chosen]
     if tooltips is not None:
         # One patch per tensor, so that SVG gets one element (and <title>) each.
@@ -261,7 +266,8 @@ def _draw_live_bytes(axis: Axes, live: Any, last_node: int) -> None:
         )
         return
     # More nodes than pixels: one line through every node would fill the panel, so draw
-    # each pixel column's most live bytes, over a band down to its least.
+    # each pixel column's most live bytes, and a band down to its least behind the
+    # tensors (over them, where live bytes swing within a column, it hid them in grey).
     edges = np.linspace(0, last_node, columns + 1).astype(np.int64)
     edges[-1] = last_node  # the column ends are node indices; the last covers the end
     starts_at = edges[:-1]
@@ -269,22 +275,28 @@ def _draw_live_bytes(axis: Axes, live: Any, last_node: int) -> None:
     least = np.minimum.reduceat(live[:last_node], starts_at)
     axis.fill_between(
         edges, np.append(least, least[-1]), np.append(most, most[-1]), step="post",
-        color="black", alpha=0.25, linewidth=0, zorder=3,
+        color="black", alpha=0.25, linewidth=0, zorder=0.5,
     )  # fmt: skip
     axis.step(
-        edges, np.append(most, most[-1]), where="post", color="black", linewidth=0.6,
+        edges, np.append(most, most[-1]), where="post", color="black", linewidth=0.5, alpha=0.8,
         label="live bytes (band: least to most in a pixel's nodes)", zorder=3,
     )  # fmt: skip
 
 
-def _tensor_styles(colour: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tensor_styles(colour: str, edges: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """Patch styles of a memory's tensors: those with storage of their own filled in the
-    memory's colour; those inside another's storage (Cadence's in-place cat, slice, view)
-    unfilled, hatched and dashed, drawn over their host."""
+    memory's colour, outlined in a darker shade if ``edges``; those inside another's
+    storage (Cadence's in-place cat, slice, view) unfilled, hatched and dashed, drawn over
+    their host."""
     from matplotlib.colors import to_rgba
 
     edge = tuple(0.6 * channel for channel in to_rgba(colour)[:3])  # a darker shade
-    own = {"facecolor": to_rgba(colour, 0.8), "edgecolor": edge, "linewidth": 0.4, "zorder": 1}
+    own = {
+        "facecolor": to_rgba(colour, 0.8),
+        "edgecolor": edge if edges else "none",
+        "linewidth": 0.4 if edges else 0.0,
+        "zorder": 1,
+    }
     inside = {
         "facecolor": "none",
         "edgecolor": (0.1, 0.1, 0.1),

@@ -24,7 +24,6 @@ from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
-    Progress,
     checked_outputs,
     in_file_terms,
     writing_outputs,
@@ -41,6 +40,7 @@ from .printing import (
     print_reorder,
     print_report,
 )
+from .progress import Progress
 
 
 def add_parser(commands: Any) -> None:
@@ -149,7 +149,7 @@ def run(arguments: argparse.Namespace) -> int:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     if problem is not None:
         raise CliError(f"the plan is invalid: {problem}", EXIT_PLANNING_FAILED)
     if not same:
@@ -266,8 +266,11 @@ def _write_outputs(
     table, memories, algorithm, label = ours.table, ours.memories, ours.algorithm, ours.input.label
     written = []
     if arguments.out:
+        progress(f"writing {arguments.out}")
         write_plan(partial(arguments.out), table, memories, algorithm, label, ours.timings)
         written.append(f"wrote plan: {arguments.out}")
+    if minimalloc_paths:
+        progress(f"writing {', '.join(map(str, minimalloc_paths.values()))}")
     written += _write_minimalloc(minimalloc_paths, table, memories, partial)
     if arguments.trace:
         progress(f"writing {arguments.trace}")
@@ -281,10 +284,15 @@ def _write_outputs(
     if arguments.pte:
         program = ours.program
         assert program is not None  # --pte was refused above for inputs that are not models
+        progress(f"writing {arguments.pte}")
         partial(arguments.pte).write_bytes(program.buffer)
+        runs_on = (
+            "an ExecuTorch runtime built with Cadence's kernels, not the portable one"
+            if ours.lowering == "cadence"
+            else "the portable runtime"  # exir's program: exir's ops, no Cadence nops
+        )
         written.append(
-            f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on an"
-            " ExecuTorch runtime built with Cadence's kernels, not the portable one)"
+            f"wrote program: {arguments.pte} ({len(program.buffer):,} bytes; it runs on {runs_on})"
         )
     if arguments.plot:
         from .memory_map import plot_memory_map

@@ -32,7 +32,6 @@ from .common import (
     DEFAULT_ALGORITHM,
     DEFAULT_LOWERING,
     CliError,
-    Progress,
     check_matplotlib,
     library_errors,
     model_stack_installed,
@@ -40,6 +39,7 @@ from .common import (
     warn,
     whole_number,
 )
+from .progress import Progress
 
 __all__ = ["CommandRequest", "add_planning_options"]
 
@@ -97,8 +97,8 @@ def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True
         choices=LOWERINGS,
         help="how a model reaches to_executorch (models only): cadence = Cadence's compiler's"
         " passes and backend config, the program Cadence ships (export_to_executorch_gen_etrecord"
-        "); exir = plain to_edge and exir's default config, no Cadence passes (the plan still"
-        f" puts Cadence's nops in) (default: {DEFAULT_LOWERING})",
+        "); exir = plain to_edge and exir's default config, no Cadence passes or nops, a program"
+        f" the portable runtime runs (default: {DEFAULT_LOWERING})",
     )
     for what in ("inputs", "outputs"):
         parser.add_argument(
@@ -233,7 +233,7 @@ class CommandRequest:
     @classmethod
     def read(cls, arguments: argparse.Namespace) -> CommandRequest:
         """The input resolved and the hierarchy read (usage errors: exit 2)."""
-        progress = Progress(arguments.quiet)
+        progress: Progress = arguments.progress  # main's: it closes it
         with library_errors():
             what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
         return cls(arguments, progress, what, memories_from_arguments(arguments))

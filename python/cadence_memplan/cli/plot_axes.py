@@ -29,4 +29,4 @@ def binary_axis(axis: Any, top: float) -> None:
     step = binary_tick_step(top)
     unit, scale = next((unit, scale) for unit, scale in _UNITS if step >= scale)
     axis.set_major_locator(MultipleLocator(step))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{round(value) // scale} {unit}"))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{round(value) // scale:,} {unit}"))

@@ -113,10 +113,13 @@ def print_report(
     if shared:
         verb = "adds no bytes of its own" if shared == 1 else "add no bytes of their own"
         inside = f"; {plural(shared, 'tensor')} inside another's storage {verb}"
-    print(
-        f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
-        f" all memories together{inside}"
-    )
+    if len(table) == 0:  # no node 0 to name, no bytes ever alive
+        print("overall peak: none, there are no tensors")
+    else:
+        print(
+            f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
+            f" all memories together{inside}"
+        )
     print(
         "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
     )

@@ -76,6 +76,7 @@ def run(arguments: argparse.Namespace) -> int:
         if arguments.json:
             from ..io.sizes import write_size
 
+            progress(f"writing {arguments.json}")
             write_size(partial(arguments.json), sizing)
             written.append(f"wrote sizing: {arguments.json}")
         if arguments.plot:
@@ -86,7 +87,7 @@ def run(arguments: argparse.Namespace) -> int:
             written.append(f"wrote sizing plot: {arguments.plot}")
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     return 0
 
 
@@ -124,7 +125,10 @@ def _print_memory(sized: MemorySizing, objective: str, points: int) -> None:
             f"(not proved: no size below {sized.lower_bound:,} B holds them all, so the least"
             f" lies between the two)"
         )
-    print(f"{name}: every tensor fits from {fits:,} B ({format_bytes(fits)}) {verdict}")
+    if fits == 0:  # no tensor, or none with any bytes
+        print(f"{name}: no tensor has any bytes, so any size holds them all")
+    else:
+        print(f"{name}: every tensor fits from {fits:,} B ({format_bytes(fits)}) {verdict}")
     unit, terms = kept_terms(objective)
     curve = list(sized.curve)
     if curve and curve[-1].kept == curve[-1].kept_bound == 0:
@@ -150,7 +154,9 @@ def _print_memory(sized: MemorySizing, objective: str, points: int) -> None:
         headers = [f"{name} (B)", f"keeps ({unit})", f"at most ({unit})", "kept / at most"]
         print_table(headers, rows, names=0)
     ends = sized.curve_ends
-    if ends == "complete":
+    if ends == "complete" and fits == 0:
+        pass  # nothing to keep at any size: said above
+    elif ends == "complete":
         if curve and curve[-1].kept == 0:  # what might be kept there was not found
             print(f"the curve is complete: down to {lowest:,} B")
         else:

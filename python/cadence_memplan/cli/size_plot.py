@@ -36,6 +36,7 @@ def sizing_figure(sizing: Sizing) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     sized = sizing.sized[0]
     memory = sized.memory
@@ -78,11 +79,15 @@ def sizing_figure(sizing: Sizing) -> Any:
         def from_share(share: Any) -> Any:
             return share * total / 100
 
-        axis.secondary_yaxis("right", functions=(to_share, from_share)).set_ylabel(
-            "share of every tensor (%)"
-        )
+        share_axis = axis.secondary_yaxis("right", functions=(to_share, from_share))
+        share_axis.set_ylabel("share of every tensor (%)")
+        # Shares near 100% as themselves, not as an offset ("1e-5+9.999999e1").
+        formatter = share_axis.yaxis.get_major_formatter()
+        if isinstance(formatter, ScalarFormatter):
+            formatter.set_useOffset(False)
     unit, terms = kept_terms(sizing.objective)
-    axis.set_ylabel(f"kept in {name} ({unit}: {terms})" if unit == "B" else f"kept in {name}")
+    # No unit here: each tick carries its own (16 KiB, 32 KiB, ...).
+    axis.set_ylabel(f"kept in {name} ({terms})" if unit == "B" else f"kept in {name} (traffic)")
     axis.set_xlabel(
         f"size of {name} (dotted: every tensor fits from {fits:,} B"
         + (", proved)" if sized.proved else f"; at least {sized.lower_bound:,} B)")

@@ -112,6 +112,7 @@ def run(arguments: argparse.Namespace) -> int:
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         if arguments.out:
+            progress(f"writing {arguments.out}")
             write_sweep_csv(partial(arguments.out), rows, memories, varied)
             written.append(f"wrote sweep: {arguments.out}")
         if arguments.plot:
@@ -124,7 +125,7 @@ def run(arguments: argparse.Namespace) -> int:
             written.append(f"wrote sweep plot: {arguments.plot}")
     for line in written:
         print(line)
-    progress("done")
+    progress.done()
     return 0
 
 

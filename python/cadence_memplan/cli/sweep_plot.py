@@ -21,6 +21,11 @@ __all__ = ["SPREAD_FOR_PANELS", "plot_sweep", "sweep_panels"]
 SPREAD_FOR_PANELS = 32  # memories whose sums differ more than this get a panel each
 
 
+# Each swept size's value held up to the next size: a line between two sizes would show
+# values no plan was made for.
+SWEPT_STEPS = "steps-post"
+
+
 def sweep_panels(rows: Sequence[SweepRow], memory_count: int) -> list[int] | None:
     """The memories (indices) that get a panel of their own, when the largest sums of
     sizes of the memories that hold anything differ by more than ``SPREAD_FOR_PANELS``
@@ -68,7 +73,7 @@ def plot_sweep(
         counts[~fits] = np.nan
         count_axis.plot(
             sizes, counts, color=f"C{index % 10}", marker=marker, markersize=3,
-            label=memory.name if panels is not None else None,
+            label=memory.name if panels is not None else None, drawstyle=SWEPT_STEPS,
         )  # fmt: skip
     _plot_bytes(byte_panels, rows, memories, varied, sizes, marker, single=panels is None)
     _shade_failures(axes, rows, sizes, fits)
@@ -173,6 +178,7 @@ def _plot_bytes(
             axis.plot(
                 sizes, values, color=colour, linestyle=style, marker=None if style == "--"
                 else marker, markersize=3, linewidth=1 if style == "--" else 1.5, label=label,
+                drawstyle=SWEPT_STEPS,
             )  # fmt: skip
         if against and (index == varied or (single and axis is byte_panels[0][0])):
             axis.plot(

@@ -26,9 +26,10 @@ a ``0x`` string and is only printed. Everywhere, a memory without a name is name
 ``mem`` and its id (``mem1`` = fastest). Errors are ValueError naming the option or file
 and the memory.
 
-A hierarchy can be legal and still not what was meant: :func:`memory_warnings` lists, one
-line each, an alignment above the memory's size (nothing but empty tensors fits), a size
-and alignment that look swapped (``16:256KiB``), an alignment that is not a power of two,
+A memory whose alignment is above its size holds nothing but empty tensors: the parsers
+refuse it (most often its size and alignment are swapped, ``16:256KiB``, and the error
+says so). A hierarchy can be legal and still not what was meant: :func:`memory_warnings`
+lists, one line each, an alignment that is not a power of two,
 memories whose address ranges overlap or share a base address, and a memory that reaches
 past 2^32 (the 32-bit address space of Cadence's DSPs).
 """
@@ -88,20 +89,7 @@ def memory_warnings(memories: Sequence[Memory]) -> list[str]:
     warnings = []
     for memory in memories:
         name = f"memory {memory.name}"
-        size, alignment = memory.size, memory.alignment
-        if alignment > size:
-            if size <= _PLAUSIBLE_ALIGNMENT and size & (size - 1) == 0:
-                warnings.append(
-                    f"{name}: size {size:,} B and alignment {_pretty(alignment)} look swapped"
-                    f" (SIZE comes first: {_pretty(alignment)}:{_pretty(size)}?); as given, no"
-                    " tensor of nonzero size fits in it"
-                )
-            else:
-                warnings.append(
-                    f"{name}: alignment {_pretty(alignment)} is above its size {_pretty(size)},"
-                    " so no tensor of nonzero size fits in it (a tensor's storage ends on an"
-                    " aligned offset)"
-                )
+        alignment = memory.alignment
         if alignment & (alignment - 1):
             warnings.append(
                 f"{name}: alignment {alignment:,} is not a power of two (allowed, but DMA"
@@ -159,9 +147,32 @@ def parse_size(text: str | int, what: str) -> int:
     return value
 
 
+def _unusable(memory: Memory) -> str | None:
+    """Why no tensor of nonzero size fits in ``memory`` (its alignment is above its size:
+    a tensor's storage ends on an aligned offset), or None. The user's parsers refuse it:
+    such a memory is a mistake, most often a size and an alignment swapped."""
+    size, alignment = memory.size, memory.alignment
+    if alignment <= size:
+        return None
+    name = f"memory {memory.name}"
+    if size <= _PLAUSIBLE_ALIGNMENT and size & (size - 1) == 0:
+        return (
+            f"{name}: size {_pretty(size)} and alignment {_pretty(alignment)} look swapped"
+            f" (SIZE comes first: {_pretty(alignment)}:{_pretty(size)}?); as given, no tensor"
+            " of nonzero size fits in it"
+        )
+    return (
+        f"{name}: alignment {_pretty(alignment)} is above its size {_pretty(size)}, so no"
+        " tensor of nonzero size fits in it (a tensor's storage ends on an aligned offset)"
+    )
+
+
 def _checked(memories: list[Memory], where: str) -> Hierarchy:
     hierarchy = Hierarchy(memories)
     check_memories(hierarchy.sizes.tolist(), hierarchy.alignments.tolist(), where)
+    for memory in hierarchy:
+        if (problem := _unusable(memory)) is not None:
+            raise ValueError(f"{where}: {problem}")
     names = hierarchy.names
     for name in names:
         if names.count(name) > 1:
