@@ -36,6 +36,7 @@ from ..stats import TensorTable
 from .graph_code import deferred_recompile
 from .lowering import PlannedSpecs, backend_config, memory_config
 from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
+from .planning_pass import plan_graph_and_submodules
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
 
@@ -81,6 +82,11 @@ class _RecordingAlgo:
     def __init__(self, algo: Any) -> None:
         self.algo = algo
         self.calls: list[_AlgoCall] = []
+
+    @property
+    def memory_config(self) -> Any:
+        """The wrapped algorithm's (the pass reads it to place control flow's arenas)."""
+        return self.algo.memory_config
 
     def __call__(
         self,
@@ -156,17 +162,22 @@ class Replanner:
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise
-        if len(recorder.calls) != 1:
-            # apply_algo plans control-flow submodules first, each with its own call.
-            raise ValueError(
-                f"the memory planner was called {len(recorder.calls)} times (control flow?);"
-                " sweep plans graphs without submodules only"
-            )
-        self.call = recorder.calls[0]
+        if not recorder.calls:
+            raise ValueError("to_executorch never called the memory planner")
+        # apply_algo plans control-flow submodules first, each with its own call, and
+        # the graph itself last: a replay plans them all again, in the pass's steps.
+        self.calls = recorder.calls
+        self.call = recorder.calls[-1]
         self.node_names: list[str] = [node.name for node in self.call.graph_module.graph.nodes]
         self.planned_specs = PlannedSpecs(
             self.call.graph_module, self.call.graph_signature, alloc_inputs, alloc_outputs
         )
+
+    def _restore(self) -> None:
+        """Every graph the pass planned as it was when planned: the graph itself first,
+        then its submodules, latest first, so each spec ends as its first call found it."""
+        for call in reversed(self.calls):
+            call.restore()
 
     def plan(
         self, memories: Sequence[Memory], algorithm: str | None = None, budget: Budget | None = None
@@ -176,7 +187,7 @@ class Replanner:
         then); raises one of :data:`PLANNING_FAILURES` (every spec put back) when it does
         not fit."""
         call = self.call
-        call.restore()
+        self._restore()
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
             CompileMode.DEFAULT,
@@ -189,14 +200,20 @@ class Replanner:
         self.last_placer = algo
         try:
             with deferred_recompile(call.graph_module):
-                algo(
-                    call.alignment,
-                    call.specs,
-                    call.graph_module,
-                    call.graph_signature,
-                    call.extra_padding,
-                )
+                if len(self.calls) == 1:
+                    algo(
+                        call.alignment,
+                        call.specs,
+                        call.graph_module,
+                        call.graph_signature,
+                        call.extra_padding,
+                    )
+                else:
+                    plan_graph_and_submodules(
+                        algo, call.alignment, call.graph_module, call.graph_signature,
+                        self.alloc_inputs, self.alloc_outputs,
+                    )  # fmt: skip
         except BaseException:
-            call.restore()
+            self._restore()
             raise
         return self.planned_specs.table()

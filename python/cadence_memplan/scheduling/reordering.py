@@ -177,6 +177,11 @@ class Reordering:
         self.work_budget = work_budget
         self.result: Reorder | None = None
 
+    @property
+    def memory_config(self) -> Any:
+        """The wrapped algorithm's (the pass reads it to place control flow's arenas)."""
+        return getattr(self.algo, "memory_config")  # noqa: B009  (algo: any callable)
+
     def __call__(
         self,
         alignment: int,
