@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ._types import UPSTREAM_ALGORITHMS
 from .io.memories import Memory
@@ -87,12 +88,15 @@ def upstream_placer_plans(
 class Comparison:
     """The same input planned by upstream's Python code: for a model, upstream's
     ``CadenceMemoryPlanning`` (``same_program``: are the serialized programs identical);
-    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None)."""
+    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None).
+    ``by_design`` says why the two differ where they differ on purpose (a graph with
+    control flow: docs/cadence.md#control-flow), None when they should not differ."""
 
     who: str
     table: TensorTable
     seconds: float
     same_program: bool | None
+    by_design: str | None = None
 
 
 def compare_with_upstream(
@@ -124,9 +128,34 @@ def compare_with_upstream(
         loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, ours.algorithm,
         alloc_inputs, alloc_outputs, "upstream Python", lowering=loaded.lowering,
     )  # fmt: skip
+    same_program = theirs.program.buffer == ours.program.buffer
     return Comparison(
         "upstream's CadenceMemoryPlanning",
         theirs.table,
         theirs.timings["placer (upstream Python)"],
-        theirs.program.buffer == ours.program.buffer,
+        same_program,
+        None if same_program else _control_flow_difference(ours.program, theirs.program),
+    )
+
+
+def _control_flow_difference(ours: Any, theirs: Any) -> str | None:
+    """Why two programs planned from one lowering differ, when by design: ours plans
+    control flow around its submodules (docs/cadence.md#control-flow), so it differs from
+    upstream's wherever upstream's lets a tensor overwrite one still needed, and may
+    differ where upstream's happens to be right (its placers see the submodules' arenas
+    as free). None (not by design) when the program has no control flow, or when our
+    plan breaks the control-flow check."""
+    from ._boundary.control_flow import has_control_flow
+    from ._boundary.control_flow_check import validate_control_flow
+
+    graph_module = ours.exported_program().graph_module
+    if not has_control_flow(graph_module) or validate_control_flow(graph_module) is not None:
+        return None
+    problem = validate_control_flow(theirs.exported_program().graph_module)
+    if problem is not None:
+        return f"upstream's plan is wrong, ours is checked right: {problem}"
+    return (
+        "the program has control flow: ours places the graph's tensors around what its"
+        " submodules hold, upstream's placers see those bytes as free (both pass the"
+        " control-flow check)"
     )

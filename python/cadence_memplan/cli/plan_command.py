@@ -272,6 +272,9 @@ def _print(
             identical = "identical" if comparison.same_program else "DIFFER"
             print(f"compare: serialized programs {identical}")
             same = same and comparison.same_program
+        if comparison.by_design is not None:
+            print(f"compare: different by design: {comparison.by_design}")
+            same = True
     csv_input = ours.input.kind == "csv"
     problem = check_plan(table, memories)
     if problem is not None and csv_input:
