@@ -25,11 +25,10 @@ pytest.importorskip(
 
 import torch
 from control_flow_programs import FAMILY, Generated, backend_config, export, generate, outcomes
-from executorch.backends.cadence.aot.utils import get_default_memory_config
 from executorch.backends.cadence.aot.pass_utils import CompileMode
+from executorch.backends.cadence.aot.utils import get_default_memory_config
 
-from cadence_memplan import validate_control_flow
-from cadence_memplan import CadenceMemoryPlanning
+from cadence_memplan import CadenceMemoryPlanning, validate_control_flow
 from cadence_memplan.cadence.compiler import cadence_backend_config
 from cadence_memplan.cadence.lowering import lower_exported
 from cadence_memplan.cli.main import main
@@ -86,7 +85,8 @@ def every_command(capsys: pytest.CaptureFixture[str], archive: Path) -> None:
         assert "plan check: valid" in out
     for lowering in ("cadence", "exir"):
         out = run(capsys, "plan", archive, "--reorder", "--lowering", lowering)
-        assert "plan check: valid" in out and "reorder: kept the given order" in out
+        assert "plan check: valid" in out
+        assert "reorder: kept the given order" in out
         out = run(capsys, "size", archive, "--lowering", lowering)
         assert "every tensor fits from" in out
     out = run(capsys, "plan", archive, "--reorder", "--algo", "best")
@@ -114,7 +114,8 @@ def test_a_generated_program_through_every_library_step(lowering: str, archive_o
             graph = planned.program.exported_program().graph_module
             assert validate_control_flow(graph) is None
             if reorder:
-                assert planned.reorder is not None and not planned.reorder.reordered
+                assert planned.reorder is not None
+                assert not planned.reorder.reordered
     sizing = size_input(loaded, memories, lowering=lowering, points=3)
     assert sizing.sized[0].all_fit_from > 0
     rows = sweep_input(loaded, memories, 0, [256, 1024, 4096], "heuristic", lowering=lowering)
@@ -135,7 +136,8 @@ def test_more_programs_through_every_command(
 def test_the_default_seeds_hold_conds_and_maps() -> None:
     kinds = " ".join(generate(seed).describe() for seed in SEEDS)
     assert "map" in generate(1).describe()
-    assert "cond" in kinds and "map" in kinds
+    assert "cond" in kinds
+    assert "map" in kinds
 
 
 def test_compare_says_why_upstreams_control_flow_plan_differs(
@@ -179,6 +181,7 @@ def test_cadences_compiler_with_reorder_is_right(name: str) -> None:
         get_default_memory_config(), CompileMode.DEFAULT, 1, reorder=True
     )
     program = edge.to_executorch(backend_config(module, base=cadence_backend_config(planning)))
-    assert planning.last_reorder is not None and not planning.last_reorder.reordered
+    assert planning.last_reorder is not None
+    assert not planning.last_reorder.reordered
     assert all(outcome.equal for outcome in outcomes(module, program))
     assert validate_control_flow(program.exported_program().graph_module) is None
