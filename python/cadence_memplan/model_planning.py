@@ -132,18 +132,20 @@ def replanner(
     budget: Budget = DEFAULT_BUDGET,
     objective: Objective = "bytes",
     purpose: str = "plan again",
+    reorder: bool = False,
 ) -> Any:
     """A model lowered once, by one ``to_executorch`` at ``memories`` with ``algorithm`` in
     its lowering's backend config, whose memory planning ``plan`` replays at any memories
     (``cadence_memplan.cadence.sweep.Replanner``): what ``sweep`` and ``size`` plan
-    with. Raises :class:`LoweringError` for a graph the planner is called on more than
-    once (control flow), naming ``purpose`` ("cannot sweep ...")."""
+    with; with ``reorder``, in the node order ``reorder=True`` keeps. Raises
+    :class:`LoweringError` when to_executorch never calls the planner, naming
+    ``purpose`` ("cannot sweep ...")."""
     from .cadence.sweep import Replanner
 
     try:
         return Replanner(
             loaded.edge_copy(), memories, algorithm, alloc_inputs, alloc_outputs, budget,
-            lowering=loaded.lowering, objective=objective,
+            lowering=loaded.lowering, objective=objective, reorder=reorder,
         )  # fmt: skip
     except ValueError as error:  # a graph with control flow: planned more than once
         raise LoweringError(f"cannot {purpose} {loaded.input.label}: {error}") from error

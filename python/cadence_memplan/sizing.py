@@ -54,6 +54,7 @@ from .planning import (
     check_plan,
     load_input,
     plan_input,
+    quiet,
 )
 from .stats import TensorTable, format_bytes, peak_live_bytes
 
@@ -125,7 +126,10 @@ class Sizing:
     """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
     memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
     the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
-    step: the answer may change from run to run), ``seconds`` the time it took."""
+    step: the answer may change from run to run), ``seconds`` the time it took.
+    ``reorder``: a model sized in the node order ``reorder=True`` keeps;
+    ``reordered_fits_from``: without it, the least size of memory 1 at which a plan in
+    that order kept every tensor, when below ``all_fit_from`` (None otherwise)."""
 
     input: Input
     memories: tuple[Memory, ...]
@@ -136,6 +140,8 @@ class Sizing:
     work: int
     cut_short: bool
     seconds: float
+    reorder: bool = False
+    reordered_fits_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,13 +221,15 @@ def _model_prober(
     alloc_inputs: bool,
     alloc_outputs: bool,
     progress: Progress,
+    reorder: bool = False,
 ) -> tuple[_Planner, int]:
-    """The prober of a model lowered once, and the room that holds all of its tensors."""
-    progress("lowering once with to_executorch")
+    """The prober of a model lowered once (with ``reorder``, in the order the reorder
+    keeps), and the room that holds all of its tensors."""
+    progress("lowering once with to_executorch" + (", reordered" if reorder else ""))
     # The one to_executorch: first fit, the cheapest placer; every size replays best.
     replayed = replanner(
         loaded, memories, "position", alloc_inputs=alloc_inputs, alloc_outputs=alloc_outputs,
-        objective=objective, purpose="size",
+        objective=objective, purpose="size", reorder=reorder,
     )  # fmt: skip
     memory = memories[0]
     alignment = memory.alignment
@@ -292,6 +300,7 @@ def size_input(
     alloc_inputs: bool = True,
     alloc_outputs: bool = True,
     progress: Progress | None = None,
+    reorder: bool = False,
 ) -> Sizing:
     """Size memory 1 of ``memories`` for an input (a name, a path, or one
     :func:`~cadence_memplan.planning.load_input` returned): ``all_fit_from``, its lower
@@ -311,12 +320,14 @@ def size_input(
     loaded = source if isinstance(source, LoadedInput) else None
     if loaded is None:
         loaded = load_input(source, lowering=lowering, progress=progress)  # type: ignore[arg-type]
+    if reorder and not loaded.input.is_model:
+        raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if objective != "bytes" and not loaded.input.is_model:
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
     memory = memories[0]  # the memory sized
     if loaded.input.is_model:
         probe, room = _model_prober(
-            loaded, memories, objective, alloc_inputs, alloc_outputs, progress
+            loaded, memories, objective, alloc_inputs, alloc_outputs, progress, reorder
         )
     else:
         probe = _arrays_prober(loaded, memories)
@@ -348,11 +359,39 @@ def size_input(
     if ends == "no plan":
         lowest = capacity
     sized = memory_sizing(memory, everything, probes, ends, lowest)
+    reordered = None
+    if loaded.input.is_model and not reorder:
+        reordered = _reordered_fits_from(
+            loaded, memories, objective, alloc_inputs, alloc_outputs, progress, spending
+        )
+        if reordered is not None and reordered >= sized.all_fit_from:
+            reordered = None
     return Sizing(
         loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
         (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
-        time.perf_counter() - began,
+        time.perf_counter() - began, reorder, reordered,
     )  # fmt: skip
+
+
+def _reordered_fits_from(
+    loaded: LoadedInput,
+    memories: Sequence[Memory],
+    objective: Objective,
+    alloc_inputs: bool,
+    alloc_outputs: bool,
+    progress: Progress,
+    spending: _Spending,
+) -> int:
+    """What memory 1 needs to keep every tensor of a model in the order ``reorder=True``
+    keeps (best with room for all of them: every tensor kept there), for the note that
+    reordering lowers the answer."""
+    progress("planning in the order --reorder keeps, with room for every tensor")
+    probe, room = _model_prober(
+        loaded, memories, objective, alloc_inputs, alloc_outputs, quiet, reorder=True
+    )
+    everything = probe(room, spending.next(_ALL_FIT_SHARE))
+    spending.charge(everything)
+    return everything.used
 
 
 def memory_sizing(

@@ -123,7 +123,9 @@ class Replanner:
     ``edge`` ("cadence" or "exir"): ``to_executorch`` runs in its backend config, as
     :func:`~cadence_memplan.cadence.lowering.lower_and_plan` does, so each replay is
     the plan a whole lowering makes. ``budget`` and ``objective`` are ``best``'s, for
-    every replay unless :meth:`plan` is given another budget. ``last_placer`` is the
+    every replay unless :meth:`plan` is given another budget. With ``reorder``, the one
+    run plans better node orders too (``CadenceMemoryPlanning(reorder=True)``), and every
+    replay plans the order it kept. ``last_placer`` is the
     placer of the last replay (``last_result``, ``last_kept``, ``calls``, ``work``: what
     it planned and proved), None before the first.
     """
@@ -139,6 +141,7 @@ class Replanner:
         *,
         lowering: str,
         objective: Objective = "bytes",
+        reorder: bool = False,
     ) -> None:
         self.budget = budget  # our "best" placer's (Budget(): its default)
         self.objective = objective
@@ -152,6 +155,7 @@ class Replanner:
             self.mem_algo,
             alloc_graph_input=alloc_inputs,
             alloc_graph_output=alloc_outputs,
+            reorder=reorder,
         )
         planning.algo.work_budget, planning.algo.budget_ms = budget
         planning.algo.objective = objective
@@ -166,7 +170,9 @@ class Replanner:
             raise ValueError("to_executorch never called the memory planner")
         # apply_algo plans control-flow submodules first, each with its own call, and
         # the graph itself last: a replay plans them all again, in the pass's steps.
-        self.calls = recorder.calls
+        # With reorder, the pass plans its graph in several orders and the kept one last,
+        # leaving the graph in that order: each graph's last call is the one to replay.
+        self.calls = list({id(call.graph_module): call for call in recorder.calls}.values())
         self.call = recorder.calls[-1]
         self.node_names: list[str] = [node.name for node in self.call.graph_module.graph.nodes]
         self.planned_specs = PlannedSpecs(

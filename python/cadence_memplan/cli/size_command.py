@@ -65,6 +65,12 @@ def add_parser(commands: Any) -> None:
         help="on a model: what the curve keeps, the most bytes or the most traffic (each"
         " tensor's size times 1 + the nodes that read it) (default: bytes)",
     )
+    sizer.add_argument(
+        "--reorder",
+        action="store_true",
+        help="models only: size the graph in the node order plan --reorder keeps (without"
+        " it, a note says when that order needs less)",
+    )
     sizer.add_argument("--json", metavar="FILE", help="write the answer as JSON (.json)")
     sizer.add_argument(
         "--plot", metavar="FILE", help="draw the curve and its bound (.png, .svg, .pdf)"
@@ -88,6 +94,8 @@ def run(arguments: argparse.Namespace) -> int:
         progress("torch/executorch not installed: sizing for the synthetic graph instead")
         what = resolve_input("synthetic")
     model_options(arguments, what.is_model)
+    if arguments.reorder and not what.is_model:
+        raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if arguments.objective is not None and not what.is_model:
         raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
     with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories, "best"):
@@ -98,7 +106,7 @@ def run(arguments: argparse.Namespace) -> int:
             loaded, memories, lowering=arguments.lowering, points=arguments.points,
             budget=budget, objective=arguments.objective or "bytes",
             alloc_inputs=arguments.alloc_inputs, alloc_outputs=arguments.alloc_outputs,
-            progress=progress,
+            progress=progress, reorder=arguments.reorder,
         )  # fmt: skip
     print_sizing(sizing, arguments.points)
     written: list[str] = []  # printed once every output is in place
@@ -130,8 +138,16 @@ def print_sizing(sizing: Sizing, points: int) -> None:
           f" 'best'{given}")  # fmt: skip
     if sizing.lowering is not None:
         print(f"lowering: {sizing.lowering} ({LOWERING_DESCRIPTIONS[sizing.lowering]})")
+    if sizing.reorder:
+        print("order: the one plan --reorder keeps (first fit, with the memories as given)")
     for sized in sizing.sized:
         _print_memory(sized, sizing.objective, points)
+    if sizing.reordered_fits_from is not None:
+        print(
+            f"note: in the node order plan --reorder keeps, every tensor fits from"
+            f" {sizing.reordered_fits_from:,} B ({format_bytes(sizing.reordered_fits_from)});"
+            " size --reorder sizes that order"
+        )
     work = sizing.budget.work or 0
     print(
         f"work: {sizing.work:,} units of {work:,} in {format_seconds(sizing.seconds)}"
