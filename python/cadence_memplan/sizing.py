@@ -359,13 +359,12 @@ def size_input(
     if ends == "no plan":
         lowest = capacity
     sized = memory_sizing(memory, everything, probes, ends, lowest)
-    reordered = None
+    reordered: int | None = None
     if loaded.input.is_model and not reorder:
-        reordered = _reordered_fits_from(
+        fits_from = _reordered_fits_from(
             loaded, memories, objective, alloc_inputs, alloc_outputs, progress, spending
         )
-        if reordered is not None and reordered >= sized.all_fit_from:
-            reordered = None
+        reordered = fits_from if fits_from < sized.all_fit_from else None
     return Sizing(
         loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
         (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
