@@ -34,7 +34,13 @@ from cadence_memplan.cadence.lowering import lower_exported
 from cadence_memplan.cli.main import main
 from cadence_memplan.comparisons import compare_with_upstream
 from cadence_memplan.io import Memory
-from cadence_memplan.planning import check_plan, load_input, plan_input, sweep_input
+from cadence_memplan.planning import (
+    check_control_flow,
+    check_plan,
+    load_input,
+    plan_input,
+    sweep_input,
+)
 from cadence_memplan.sizing import size_input
 
 pytestmark = [
@@ -113,6 +119,13 @@ def test_a_generated_program_through_every_library_step(lowering: str, archive_o
             assert check_plan(planned.table, memories) is None
             graph = planned.program.exported_program().graph_module
             assert validate_control_flow(graph) is None
+            assert check_control_flow(planned.program) is None
+            # The submodules' tensors are rows too, at their op's node, inside its bytes.
+            inside = [
+                row for row, label in enumerate(planned.table.labels) if "/submodule_" in str(label)
+            ]
+            assert inside
+            assert planned.table.shares_storage[inside].all()
             if reorder:
                 assert planned.reorder is not None
                 assert not planned.reorder.reordered

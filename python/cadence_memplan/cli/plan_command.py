@@ -19,7 +19,15 @@ from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import Input, InputPlan, check_plan, load_input, plan_input, resolve_input
+from ..planning import (
+    Input,
+    InputPlan,
+    check_control_flow,
+    check_plan,
+    load_input,
+    plan_input,
+    resolve_input,
+)
 from ..stats import TensorTable, plural
 from .common import (
     EXIT_PLANNING_FAILED,
@@ -277,6 +285,8 @@ def _print(
             same = True
     csv_input = ours.input.kind == "csv"
     problem = check_plan(table, memories)
+    if problem is None and ours.program is not None:
+        problem = check_control_flow(ours.program)
     if problem is not None and csv_input:
         problem = in_file_terms(problem, table.labels)  # type: ignore[arg-type]
     print(f"plan check: {problem or 'valid'}")
