@@ -40,7 +40,7 @@ def upstream_placer_plans(
     """The input planned with each of upstream's placers (``position``, ``heuristic``),
     to show what ``best`` changed. A model's are replayed on one lowering, or with
     ``timed``, each a whole ``to_executorch`` (so its placer is timed); empty for a model
-    whose graph cannot be replayed (control flow)."""
+    whose graph cannot be replayed."""
     progress = progress or quiet
     plans = []
     if not loaded.input.is_model:
@@ -73,7 +73,7 @@ def upstream_placer_plans(
             loaded.edge_copy(), memories, "position", alloc_inputs, alloc_outputs,
             lowering=loaded.lowering,
         )  # fmt: skip
-    except ValueError as error:  # a graph with control flow: planned more than once
+    except ValueError as error:  # to_executorch never called the planner
         progress(f"not compared with upstream's placers: {error}")
         return []
     for algorithm in UPSTREAM_ALGORITHMS:

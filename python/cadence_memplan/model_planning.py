@@ -147,5 +147,5 @@ def replanner(
             loaded.edge_copy(), memories, algorithm, alloc_inputs, alloc_outputs, budget,
             lowering=loaded.lowering, objective=objective, reorder=reorder,
         )  # fmt: skip
-    except ValueError as error:  # a graph with control flow: planned more than once
+    except ValueError as error:  # to_executorch never called the planner
         raise LoweringError(f"cannot {purpose} {loaded.input.label}: {error}") from error
