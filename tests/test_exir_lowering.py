@@ -24,7 +24,7 @@ from executorch.exir._warnings import ExperimentalWarning
 
 from cadence_memplan.io.memories import DEFAULT_MEMORY_SPEC, parse_memory_spec
 from cadence_memplan.models import MODELS, SCHEDULING_MODELS, build_model, example_calls
-from cadence_memplan.planning import plan_input
+from cadence_memplan.planning import PlanningOptions, plan_input
 from cadence_memplan.stats import peak_usage_per_memory
 
 with warnings.catch_warnings():
@@ -63,7 +63,7 @@ def check_runs_as_eager(name: str, pte: Path) -> None:
 
 def exir_program(name: str, tmp_path: Path) -> Path:
     memories = parse_memory_spec(DEFAULT_MEMORY_SPEC)
-    planned = plan_input(name, memories, "position", lowering="exir")
+    planned = plan_input(name, memories, PlanningOptions("position", lowering="exir"))
     ops = {
         str(operator.name)
         for plan in planned.program.executorch_program.execution_plan

@@ -147,7 +147,7 @@ def test_the_unit_model_counts_what_exir_lifetimes_count(name: str) -> None:
                 )
             )
             update_all_tensors_lifetime(graph_module, signature)
-            exir_peak = Reordering._peak_live(specs, alignment)
+            exir_peak = Reordering._peak_live(specs, alignment, {})
             assert exir_peak == max(problem.peak_live(order), problem.end_bytes)
             checked.append(exir_peak)
         assert scheduled.lower_bound <= problem.peak_live(orders[-1])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ._types import UPSTREAM_ALGORITHMS
 from .planning import plan_arrays, plan_input
@@ -40,7 +41,7 @@ def upstream_placer_plans(
     to show what ``best`` changed (``options`` are ``best``'s: each placer takes what
     applies to it). A model's are replayed on one lowering, or with ``timed``, each a
     whole ``to_executorch`` (so its placer is timed); empty for a model whose graph
-    cannot be replayed (control flow)."""
+    cannot be replayed."""
     progress = progress or quiet
     options = options.replace(reorder=False)  # upstream's placers plan the given order
     if not loaded.input.is_model:
@@ -81,7 +82,7 @@ def _replayed_plans(
     progress("planning again with upstream's two placers, to show what best changed")
     try:
         replanner = Replanner(loaded.edge_copy(), memories, options.for_placer("position"))
-    except ValueError as error:  # a graph with control flow: planned more than once
+    except ValueError as error:  # to_executorch never called the planner
         progress(f"not compared with upstream's placers: {error}")
         return []
     plans = []
@@ -98,12 +99,15 @@ def _replayed_plans(
 class Comparison:
     """The same input planned by upstream's Python code: for a model, upstream's
     ``CadenceMemoryPlanning`` (``same_program``: are the serialized programs identical);
-    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None)."""
+    for arrays, :mod:`cadence_memplan.reference` (``same_program`` is None).
+    ``by_design`` says why the two differ where they differ on purpose (a graph with
+    control flow: docs/cadence.md#control-flow), None when they should not differ."""
 
     who: str
     table: TensorTable
     seconds: float
     same_program: bool | None
+    by_design: str | None = None
 
 
 def compare_with_upstream(
@@ -134,9 +138,34 @@ def compare_with_upstream(
         loaded.edge_copy(), UpstreamCadenceMemoryPlanning, ours.memories, options,
         who="upstream Python",
     )  # fmt: skip
+    same_program = theirs.program.buffer == ours.program.buffer
     return Comparison(
         "upstream's CadenceMemoryPlanning",
         theirs.table,
         theirs.timings["placer (upstream Python)"],
-        theirs.program.buffer == ours.program.buffer,
+        same_program,
+        None if same_program else _control_flow_difference(ours.program, theirs.program),
+    )
+
+
+def _control_flow_difference(ours: Any, theirs: Any) -> str | None:
+    """Why two programs planned from one lowering differ, when by design: ours plans
+    control flow around its submodules (docs/cadence.md#control-flow), so it differs from
+    upstream's wherever upstream's lets a tensor overwrite one still needed, and may
+    differ where upstream's happens to be right (its placers see the submodules' arenas
+    as free). None (not by design) when the program has no control flow, or when our
+    plan breaks the control-flow check."""
+    from ._boundary.control_flow import has_control_flow
+    from ._boundary.control_flow_check import validate_control_flow
+
+    graph_module = ours.exported_program().graph_module
+    if not has_control_flow(graph_module) or validate_control_flow(graph_module) is not None:
+        return None
+    problem = validate_control_flow(theirs.exported_program().graph_module)
+    if problem is not None:
+        return f"upstream's plan is wrong, ours is checked right: {problem}"
+    return (
+        "the program has control flow: ours places the graph's tensors around what its"
+        " submodules hold, upstream's placers see those bytes as free (both pass the"
+        " control-flow check)"
     )

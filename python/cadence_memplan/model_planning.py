@@ -111,11 +111,12 @@ def replanner(
     """A model lowered once, by one ``to_executorch`` at ``memories`` as ``options`` say,
     in its lowering's backend config, whose memory planning ``plan`` replays at any
     memories (``cadence_memplan.cadence.sweep.Replanner``): what ``sweep`` and ``size``
-    plan with. Raises :class:`LoweringError` for a graph the planner is called on more
-    than once (control flow), naming ``purpose`` ("cannot sweep ...")."""
+    plan with; with ``options.reorder``, in the node order ``reorder=True`` keeps. Raises
+    :class:`LoweringError` when to_executorch never calls the planner, naming
+    ``purpose`` ("cannot sweep ...")."""
     from .cadence.sweep import Replanner
 
     try:
         return Replanner(loaded.edge_copy(), memories, options)
-    except ValueError as error:  # a graph with control flow: planned more than once
+    except ValueError as error:  # to_executorch never called the planner
         raise LoweringError(f"cannot {purpose} {loaded.input.label}: {error}") from error

@@ -60,6 +60,7 @@ __all__ = [
     "LoadedInput",
     "LoweringError",
     "PlanningOptions",
+    "check_control_flow",
     "check_plan",
     "load_input",
     "plan_arrays",
@@ -243,6 +244,20 @@ def _arrays_failure(loaded: LoadedInput, error: PlanningError) -> DoesNotFit:
     headline = f"cannot place {name} ({size:,} bytes, {where}) in any memory:"
     reason = "; ".join([headline, *lines[1:]]).replace(":; ", ": ")
     return DoesNotFit(name, size, reason, peak_live_bytes(starts, ends, sizes))
+
+
+def check_control_flow(program: Any) -> str | None:
+    """For a planned program (an ``ExecutorchProgramManager``) with control flow, the
+    control-flow check's verdict (``cadence_memplan.validate_control_flow``: no
+    submodule overwrites what its parent still needs), ``None`` when valid or when the
+    program has none; the tensors :func:`check_plan` leaves to it."""
+    from ._boundary.control_flow import has_control_flow
+    from ._boundary.control_flow_check import validate_control_flow
+
+    graph_module = program.exported_program().graph_module
+    if not has_control_flow(graph_module):
+        return None
+    return validate_control_flow(graph_module)
 
 
 def check_plan(table: TensorTable, memories: Sequence[Memory]) -> str | None:

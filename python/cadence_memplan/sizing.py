@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ from ._types import Budget
 from ._validation import is_integer
 from .api import DEFAULT_WORK_BUDGET
 from .model_planning import model_failures, replanner
-from .planning import check_plan, load_input, plan_input
+from .planning import check_plan, load_input, plan_input, quiet
 from .request import Hierarchy, Memory, PlanningOptions
 from .request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput
 from .request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
@@ -138,8 +138,9 @@ def _arrays_prober(loaded: LoadedInput, memories: Hierarchy, options: PlanningOp
 def _model_prober(
     loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
 ) -> tuple[_Planner, int]:
-    """The prober of a model lowered once, and the room that holds all of its tensors."""
-    progress("lowering once with to_executorch")
+    """The prober of a model lowered once (with ``options.reorder``, in the order the
+    reorder keeps), and the room that holds all of its tensors."""
+    progress("lowering once with to_executorch" + (", reordered" if options.reorder else ""))
     # The one to_executorch: first fit, the cheapest placer; every size replays best.
     replayed = replanner(loaded, memories, options.for_placer("position"), "size")
     memory = memories[0]  # the memory sized
@@ -207,6 +208,7 @@ def size_input(
     *,
     points: int = DEFAULT_POINTS,
     progress: Progress | None = None,
+    reorder: bool = False,
 ) -> Sizing:
     """Size memory 1 of ``memories`` for an input (a name, a path, or one
     :func:`~cadence_memplan.planning.load_input` returned): ``all_fit_from``, its lower
@@ -229,6 +231,8 @@ def size_input(
     loaded = source if isinstance(source, LoadedInput) else None
     if loaded is None:
         loaded = load_input(source, lowering=options.lowering, progress=progress)  # type: ignore[arg-type]
+    if options.reorder and not loaded.input.is_model:
+        raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
     if options.objective != "bytes" and not loaded.input.is_model:
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
     memory = hierarchy[0]  # the memory sized
@@ -247,10 +251,14 @@ def size_input(
         probe, memory, everything, spending, points, single, progress
     )
     sized = memory_sizing(memory, everything, probes, ends, lowest)
+    reordered: int | None = None
+    if loaded.input.is_model and not options.reorder:
+        fits_from = _reordered_fits_from(loaded, hierarchy, options, spending, progress)
+        reordered = fits_from if fits_from < sized.all_fit_from else None
     return Sizing(
         loaded.input, hierarchy, loaded.lowering if loaded.input.is_model else None,
         options.objective, (sized,), Budget(spending.work, options.budget_ms), spending.spent,
-        spending.cut_short, time.perf_counter() - began,
+        spending.cut_short, time.perf_counter() - began, options.reorder, reordered,
     )  # fmt: skip
 
 
@@ -287,6 +295,23 @@ def _probe_down(
     if ends == "no plan":
         lowest = capacity
     return probes, ends, lowest
+
+
+def _reordered_fits_from(
+    loaded: LoadedInput,
+    memories: Hierarchy,
+    options: PlanningOptions,
+    spending: _Spending,
+    progress: Progress,
+) -> int:
+    """What memory 1 needs to keep every tensor of a model in the order ``reorder=True``
+    keeps (best with room for all of them: every tensor kept there), for the note that
+    reordering lowers the answer."""
+    progress("planning in the order --reorder keeps, with room for every tensor")
+    probe, room = _model_prober(loaded, memories, replace(options, reorder=True), quiet)
+    everything = probe(room, spending.next(_ALL_FIT_SHARE))
+    spending.charge(everything)
+    return everything.used
 
 
 def memory_sizing(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["may_share_storage_with", "op_name", "storage_sharing_spec_ids"]
+__all__ = ["may_share_storage_with", "op_name", "storage_hosts", "storage_sharing_spec_ids"]
 
 _OUTPUT_INSIDE_INPUT = frozenset(
     {
@@ -85,3 +85,29 @@ def storage_sharing_spec_ids(graph_module: object) -> set[int]:
                     source = source.args[0]
                     shared.add(id(source.meta.get("spec")))
     return shared
+
+
+def storage_hosts(graph_module: object) -> dict[int, Any]:
+    """For each TensorSpec that :func:`storage_sharing_spec_ids` names, by ``id()``, the
+    spec of the tensor whose storage holds it, followed to the outermost (a slice of a
+    cat's input lies in the cat's output): the planners count such a tensor as its
+    host's bytes, and so does the scheduler (cadence_memplan.scheduling)."""
+    direct: dict[int, Any] = {}
+    for node in graph_module.graph.nodes:  # type: ignore[attr-defined]
+        if _inside_its_input(node) and node.args:
+            direct[id(node.meta.get("spec"))] = node.args[0].meta.get("spec")
+        elif node.op == "call_function" and op_name(node.target) in _INPUTS_INSIDE_OUTPUT:
+            host = node.meta.get("spec")
+            for source in _cat_inputs(node):
+                direct[id(source.meta.get("spec"))] = host
+                while _inside_its_input(source) and source.args:  # the view's own source
+                    source = source.args[0]
+                    direct[id(source.meta.get("spec"))] = host
+    hosts: dict[int, Any] = {}
+    for key, host in direct.items():
+        seen = {key}
+        while id(host) in direct and id(host) not in seen:  # no loop on a malformed graph
+            seen.add(id(host))
+            host = direct[id(host)]
+        hosts[key] = host
+    return hosts

@@ -24,6 +24,13 @@ from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig, Executo
 from executorch.exir.memory_planning import collect_specs_from_nodes
 from executorch.exir.tensor import TensorSpec
 
+from .._boundary.control_flow import (
+    HigherOrderNode,
+    escaped,
+    footprint,
+    higher_order_nodes,
+    output_ends,
+)
 from .._boundary.storage_sharing import op_name, storage_sharing_spec_ids
 from .._boundary.tensorspecs import allocated_sizes, placed_mask, read_placements
 from .._boundary.upstream import lower_ep_to_cadence
@@ -166,6 +173,41 @@ def graph_table(
     return specs.table(), [node.name for node in graph_module.graph.nodes]
 
 
+def submodule_rows(
+    graph_module: torch.fx.GraphModule,
+) -> list[tuple[TensorSpec, str, tuple[int, int]]]:
+    """The tensors of a graph's control-flow submodules (nested ones too) as rows of its
+    plan table: each spec a submodule writes, named ``cond/submodule_0/node``, alive in
+    the graph's time at its higher-order node, and until the last use of the op's output
+    it holds (a cond's outputs stay in its branch's memory). They lie inside the bytes
+    the pass keeps for the op, so the table marks them as inside another's storage."""
+    rows: dict[int, tuple[TensorSpec, str, tuple[int, int]]] = {}
+    for hop in higher_order_nodes(graph_module):
+        names = _spec_names(hop)
+        ends = output_ends(hop)
+        held = {id(spec): max(hop.index, ends[k]) for k, spec in escaped(hop)}
+        for spec in footprint(hop):
+            label = f"{hop.node.name}/{names.get(id(spec), '?')}"
+            rows.setdefault(id(spec), (spec, label, (hop.index, held.get(id(spec), hop.index))))
+    return list(rows.values())
+
+
+def _spec_names(hop: HigherOrderNode) -> dict[int, str]:
+    """``submodule/node`` of each spec in ``hop``'s submodules, nested ones included."""
+    names: dict[int, str] = {}
+    for name, submodule in hop.submodules:
+        for path, module in submodule.named_modules():
+            if not isinstance(module, torch.fx.GraphModule):
+                continue
+            where = f"{name}/{path}" if path else name
+            for node in module.graph.nodes:
+                specs = node.meta.get("spec")
+                for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+                    if isinstance(spec, TensorSpec):
+                        names.setdefault(id(spec), f"{where}/{node.name}")
+    return names
+
+
 class PlannedSpecs:
     """The specs a plan table lists, named and marked once; :meth:`table` reads where
     they are now (so a graph planned again is read again without looking them up)."""
@@ -201,11 +243,24 @@ class PlannedSpecs:
         shared = storage_sharing_spec_ids(graph_module)
         self.shares_storage = np.array([id(spec) in shared for spec in self.specs], dtype=bool)
         self.sizes = allocated_sizes(self.specs)
+        self.own_rows = len(self.specs)  # the graph's; then its submodules' (control flow)
+        self.lifetimes: dict[int, tuple[int, int]] = {}
+        for spec, label, lifetime in submodule_rows(graph_module):
+            self.specs.append(spec)
+            self.labels.append(label)
+            self.lifetimes[len(self.specs) - 1] = lifetime
+        if self.lifetimes:
+            extra = len(self.specs) - self.own_rows
+            self.shares_storage = np.concatenate([self.shares_storage, np.ones(extra, bool)])
+            self.sizes = np.concatenate([self.sizes, allocated_sizes(self.specs[self.own_rows :])])
 
     def traffic(self) -> npt.NDArray[np.int64]:
         """Per row of :meth:`table`, the traffic objective's weight, as ``best`` weighs it
         (:func:`~cadence_memplan.cadence.algorithms.traffic_weights`)."""
-        return traffic_weights(self.specs, self.sizes, self.graph_module)[placed_mask(self.specs)]
+        own = self.specs[: self.own_rows]
+        weights = traffic_weights(own, self.sizes[: self.own_rows], self.graph_module)
+        weights = np.concatenate([weights, np.zeros(len(self.specs) - self.own_rows, np.int64)])
+        return weights[placed_mask(self.specs)]
 
     def table(self) -> TensorTable:
         """The placed specs (those with a ``mem_id`` and a ``mem_offset``), as they are now."""
@@ -214,6 +269,11 @@ class PlannedSpecs:
         placements = read_placements(
             [spec for spec, kept in zip(self.specs, placed, strict=True) if kept]
         )
+        if self.lifetimes:  # a submodule's tensors, in the graph's time
+            rows = np.flatnonzero(keep).tolist()
+            for position, row in enumerate(rows):
+                if row in self.lifetimes:
+                    placements.starts[position], placements.ends[position] = self.lifetimes[row]
         return TensorTable(
             labels=[label for label, kept in zip(self.labels, placed, strict=True) if kept],
             mem_ids=placements.mem_ids,

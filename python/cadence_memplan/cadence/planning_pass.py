@@ -86,6 +86,7 @@ from .._boundary.upstream import (
 __all__ = [
     "graph_specs",
     "plan_graph",
+    "plan_graph_and_submodules",
     "signature_with_maps",
     "spec_holder",
     "update_lifetimes",
@@ -368,6 +369,23 @@ def plan_graph(
     verifier.verify_graph_input_output()
 
     _simplify_idma_ops(graph_module)
+
+
+def plan_graph_and_submodules(
+    algo: Any,
+    alignment: int,
+    graph_module: torch.fx.GraphModule,
+    graph_signature: Any,
+    alloc_graph_input: bool,
+    alloc_graph_output: bool,
+) -> list[int]:
+    """The placing step of :func:`plan_graph` alone (lifetimes, each submodule at its
+    call site, the graph's own tensors, the calls to free), for a replay of a graph
+    already through the pass (``cadence/sweep.py``); returns its buffer sizes."""
+    return _plan_scope(
+        algo, alignment, graph_module, graph_signature,
+        alloc_graph_input, alloc_graph_output, outside=[],
+    )  # fmt: skip
 
 
 def _plan_scope(

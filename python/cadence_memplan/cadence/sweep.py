@@ -36,6 +36,7 @@ from ..stats import TensorTable
 from .graph_code import deferred_recompile
 from .lowering import PlannedSpecs, backend_config, compile_mode, memory_config
 from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
+from .planning_pass import plan_graph_and_submodules
 
 __all__ = ["PLANNING_FAILURES", "Replanner"]
 
@@ -82,6 +83,11 @@ class _RecordingAlgo:
         self.algo = algo
         self.calls: list[_AlgoCall] = []
 
+    @property
+    def memory_config(self) -> Any:
+        """The wrapped algorithm's (the pass reads it to place control flow's arenas)."""
+        return getattr(self.algo, "memory_config")  # noqa: B009  (algo: any callable)
+
     def __call__(
         self,
         alignment: int,
@@ -118,7 +124,9 @@ class Replanner:
     made ``edge``: ``to_executorch`` runs in its backend config, as
     :func:`~cadence_memplan.cadence.lowering.lower_and_plan` does, so each replay is
     the plan a whole lowering makes. Each replay plans as ``options`` say unless
-    :meth:`plan` is given others (what is allocated stays the lowering's).
+    :meth:`plan` is given others (what is allocated stays the lowering's). With
+    ``options.reorder``, the one run plans better node orders too
+    (``CadenceMemoryPlanning(reorder=True)``), and every replay plans the order it kept.
     ``last_placer`` is the placer of the last replay (``last_result``, ``last_kept``,
     ``calls``, ``work``: what it planned and proved), None before the first.
     """
@@ -134,6 +142,7 @@ class Replanner:
             ALGORITHMS.index(options.algorithm),
             alloc_graph_input=options.alloc_inputs,
             alloc_graph_output=options.alloc_outputs,
+            reorder=options.reorder,
         )
         options.configure(planning.algo)
         recorder = _RecordingAlgo(planning.algo)
@@ -143,13 +152,14 @@ class Replanner:
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise
-        if len(recorder.calls) != 1:
-            # apply_algo plans control-flow submodules first, each with its own call.
-            raise ValueError(
-                f"the memory planner was called {len(recorder.calls)} times (control flow?);"
-                " sweep plans graphs without submodules only"
-            )
-        self.call = recorder.calls[0]
+        if not recorder.calls:
+            raise ValueError("to_executorch never called the memory planner")
+        # apply_algo plans control-flow submodules first, each with its own call, and
+        # the graph itself last: a replay plans them all again, in the pass's steps.
+        # With reorder, the pass plans its graph in several orders and the kept one last,
+        # leaving the graph in that order: each graph's last call is the one to replay.
+        self.calls = list({id(call.graph_module): call for call in recorder.calls}.values())
+        self.call = recorder.calls[-1]
         self.node_names: list[str] = [node.name for node in self.call.graph_module.graph.nodes]
         self.planned_specs = PlannedSpecs(
             self.call.graph_module,
@@ -158,6 +168,12 @@ class Replanner:
             options.alloc_outputs,
         )
 
+    def _restore(self) -> None:
+        """Every graph the pass planned as it was when planned: the graph itself first,
+        then its submodules, latest first, so each spec ends as its first call found it."""
+        for call in reversed(self.calls):
+            call.restore()
+
     def plan(
         self, memories: Sequence[Memory], options: PlanningOptions | None = None
     ) -> TensorTable:
@@ -165,7 +181,7 @@ class Replanner:
         budget and objective (default: the lowering's); raises one of
         :data:`PLANNING_FAILURES` (every spec put back) when it does not fit."""
         call = self.call
-        call.restore()
+        self._restore()
         replay = self.options if options is None else options
         algo = CadenceMemoryPlanning.get_mem_algos(
             memory_config(memories),
@@ -178,14 +194,20 @@ class Replanner:
         self.last_placer = algo
         try:
             with deferred_recompile(call.graph_module):
-                algo(
-                    call.alignment,
-                    call.specs,
-                    call.graph_module,
-                    call.graph_signature,
-                    call.extra_padding,
-                )
+                if len(self.calls) == 1:
+                    algo(
+                        call.alignment,
+                        call.specs,
+                        call.graph_module,
+                        call.graph_signature,
+                        call.extra_padding,
+                    )
+                else:
+                    plan_graph_and_submodules(
+                        algo, call.alignment, call.graph_module, call.graph_signature,
+                        self.options.alloc_inputs, self.options.alloc_outputs,
+                    )  # fmt: skip
         except BaseException:
-            call.restore()
+            self._restore()
             raise
         return self.planned_specs.table()

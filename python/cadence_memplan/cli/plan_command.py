@@ -18,7 +18,7 @@ from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import InputPlan, check_plan, plan_input
+from ..planning import InputPlan, check_control_flow, check_plan, plan_input
 from ..request import Memory
 from ..stats import TensorTable, plural
 from .common import (
@@ -233,8 +233,13 @@ def _print(
             identical = "identical" if comparison.same_program else "DIFFER"
             print(f"compare: serialized programs {identical}")
             same = same and comparison.same_program
+        if comparison.by_design is not None:
+            print(f"compare: different by design: {comparison.by_design}")
+            same = True
     csv_input = ours.input.kind == "csv"
     problem = check_plan(table, memories)
+    if problem is None and ours.program is not None:
+        problem = check_control_flow(ours.program)
     if problem is not None and csv_input:
         problem = in_file_terms(problem, table.labels)  # type: ignore[arg-type]
     print(f"plan check: {problem or 'valid'}")

@@ -50,6 +50,12 @@ def add_parser(commands: Any) -> None:
         help="on a model: what the curve keeps, the most bytes or the most traffic (each"
         " tensor's size times 1 + the nodes that read it) (default: bytes)",
     )
+    sizer.add_argument(
+        "--reorder",
+        action="store_true",
+        help="models only: size the graph in the node order plan --reorder keeps (without"
+        " it, a note says when that order needs less)",
+    )
     sizer.add_argument("--json", metavar="FILE", help="write the answer as JSON (.json)")
     sizer.add_argument(
         "--plot", metavar="FILE", help="draw the curve and its bound (.png, .svg, .pdf)"
@@ -101,8 +107,16 @@ def print_sizing(sizing: Sizing, points: int) -> None:
           f" 'best'{given}")  # fmt: skip
     if sizing.lowering is not None:
         print(f"lowering: {sizing.lowering} ({LOWERING_DESCRIPTIONS[sizing.lowering]})")
+    if sizing.reorder:
+        print("order: the one plan --reorder keeps (first fit, with the memories as given)")
     for sized in sizing.sized:
         _print_memory(sized, sizing.objective, points)
+    if sizing.reordered_fits_from is not None:
+        print(
+            f"note: in the node order plan --reorder keeps, every tensor fits from"
+            f" {sizing.reordered_fits_from:,} B ({format_bytes(sizing.reordered_fits_from)});"
+            " size --reorder sizes that order"
+        )
     work = sizing.budget.work or 0
     print(
         f"work: {sizing.work:,} units of {work:,} in {format_seconds(sizing.seconds)}"

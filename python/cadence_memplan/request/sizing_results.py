@@ -62,7 +62,10 @@ class Sizing:
     """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
     memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
     the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
-    step: the answer may change from run to run), ``seconds`` the time it took."""
+    step: the answer may change from run to run), ``seconds`` the time it took;
+    ``reorder``: sized in the node order ``reorder=True`` keeps; ``reordered_fits_from``:
+    when sized in the given order, what every tensor needs in the reordered one, where that
+    is less (else None)."""
 
     input: Input
     memories: Hierarchy
@@ -73,3 +76,5 @@ class Sizing:
     work: int
     cut_short: bool
     seconds: float
+    reorder: bool = False
+    reordered_fits_from: int | None = None

@@ -14,7 +14,7 @@ alive at the end, which no order changes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +25,16 @@ from executorch.exir.tensor import TensorSpec
 
 from .._boundary.tensorspecs import allocated_sizes
 from .._boundary.upstream import is_mutable_buffer
-from .rules import UnitGraph, node_specs, storage_root
+from .rules import UnitGraph, node_specs
+from .rules import storage_root as view_root
 
-__all__ = ["ScheduleProblem", "apply_node_order", "schedule_problem", "structural_order"]
+__all__ = [
+    "ScheduleProblem",
+    "apply_node_order",
+    "buffer_root",
+    "schedule_problem",
+    "structural_order",
+]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -94,15 +101,38 @@ def _aligned(sizes: IntArray, alignment: int) -> IntArray:
     return (sizes + alignment - 1) // alignment * alignment
 
 
+def buffer_root(spec: TensorSpec, hosts: Mapping[int, TensorSpec]) -> TensorSpec:
+    """The spec whose storage holds ``spec``'s bytes: down ``storage_base`` (a view's
+    base), then to its host where ``hosts`` (``id()`` -> spec, Cadence's storage sharing:
+    :func:`~cadence_memplan._boundary.storage_sharing.storage_hosts`) names one, as the
+    planners count it."""
+    root = view_root(spec)
+    seen: set[int] = set()
+    while id(root) not in seen:
+        seen.add(id(root))
+        host = hosts.get(id(spec), hosts.get(id(root)))
+        if host is None:
+            break
+        spec, root = host, view_root(host)
+    return root
+
+
 def schedule_problem(
     graph: UnitGraph,
     planned: Collection[TensorSpec],
     graph_signature: Any,
     alignment: int,
+    hosts: Mapping[int, TensorSpec] | None = None,
 ) -> ScheduleProblem:
     """The scheduler's arrays for ``graph``'s units over the ``planned`` specs (what the
-    memory planner places: their storage roots are the buffers), sizes rounded up to
-    ``alignment``."""
+    memory planner places: their storage roots are the buffers, a tensor inside another's
+    storage by ``hosts`` counted as its host's, as the planners count it), sizes rounded
+    up to ``alignment``."""
+    hosts = hosts or {}
+
+    def storage_root(spec: TensorSpec) -> TensorSpec:
+        return buffer_root(spec, hosts)
+
     planned_ids = {id(spec) for spec in planned}
     roots: dict[int, TensorSpec] = {}
     for spec in planned:

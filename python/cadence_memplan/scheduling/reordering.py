@@ -29,7 +29,7 @@ work budgets.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ from executorch.exir.tensor import TensorSpec
 from .. import api
 from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm
 from .._boundary.control_flow import has_control_flow
-from .._boundary.storage_sharing import storage_sharing_spec_ids
+from .._boundary.storage_sharing import storage_hosts, storage_sharing_spec_ids
 from .._boundary.tensorspecs import (
     allocated_sizes,
     clear_lifetimes,
@@ -51,8 +51,14 @@ from .._boundary.tensorspecs import (
 )
 from .._boundary.upstream import spec_holder
 from ..stats import peak_live_bytes
-from .problem import ScheduleProblem, apply_node_order, schedule_problem, structural_order
-from .rules import UnitGraph, is_write_back, node_specs, storage_root, unit_graph
+from .problem import (
+    ScheduleProblem,
+    apply_node_order,
+    buffer_root,
+    schedule_problem,
+    structural_order,
+)
+from .rules import UnitGraph, is_write_back, node_specs, unit_graph
 
 __all__ = ["Moves", "Reorder", "Reordering"]
 
@@ -178,6 +184,11 @@ class Reordering:
         self.work_budget = work_budget
         self.result: Reorder | None = None
 
+    @property
+    def memory_config(self) -> Any:
+        """The wrapped algorithm's (the pass reads it to place control flow's arenas)."""
+        return getattr(self.algo, "memory_config")  # noqa: B009  (algo: any callable)
+
     def __call__(
         self,
         alignment: int,
@@ -195,7 +206,6 @@ class Reordering:
         holders = _top_level_holders(graph_module)
         before = save_placements(holders)
         graph = unit_graph(graph_module)
-        problem = schedule_problem(graph, specs, graph_signature, alignment)
 
         def plan(name: str, order: list[int] | None) -> _Plan:
             if order is not None:
@@ -204,14 +214,22 @@ class Reordering:
                 clear_lifetimes(holders)
                 self.lifetimes(graph_module, graph_signature)
             ordered = self._in_node_order(specs, graph_module, graph_signature)
-            peak = self._peak_live(ordered, alignment)
             bufsizes = list(
                 self.algo(alignment, ordered, graph_module, graph_signature, extra_padding)
             )
+            # After the plan: the tensors the placer put inside another's storage (Cadence's
+            # nops) and the lifetimes it widened for them, as the plan's report counts them.
+            peak = self._peak_live(ordered, alignment, storage_hosts(graph_module))
             kept = self._kept_in_memory1(ordered, graph_module)
-            return _Plan(name, order or list(range(problem.num_units)), bufsizes, peak, kept)
+            return _Plan(name, order or list(range(len(graph.units))), bufsizes, peak, kept)
 
         given = plan("given", None)
+        # The scheduler's model counts a tensor inside another's storage as its host's
+        # bytes, as the planners do: which ones is known once the given order is planned
+        # (Cadence's constraint passes make cat and slice nops while they plan).
+        problem = schedule_problem(
+            graph, specs, graph_signature, alignment, storage_hosts(graph_module)
+        )
         plans = [given]
         structural = structural_order(graph, problem)
         strategy, work, lower_bound = "given", 0, 0
@@ -305,8 +323,10 @@ class Reordering:
         return sorted(specs, key=lambda spec: rank.get(id(spec), last))
 
     @staticmethod
-    def _peak_live(specs: list[TensorSpec], alignment: int) -> int:
-        roots = list({id(root): root for root in map(storage_root, specs)}.values())
+    def _peak_live(specs: list[TensorSpec], alignment: int, hosts: Mapping[int, TensorSpec]) -> int:
+        roots = list(
+            {id(root): root for root in (buffer_root(spec, hosts) for spec in specs)}.values()
+        )
         planned = {id(spec) for spec in specs}
         roots = [root for root in roots if id(root) in planned]
         if not roots:
