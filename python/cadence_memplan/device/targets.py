@@ -105,7 +105,7 @@ TARGETS: dict[str, Target] = {
         # XNNPACK's init takes one XNNExecutor (allocateInstance) from the method pool;
         # its size is not in any header the wheel ships, so it is the figure the runner
         # measured against libexecutorch_backend_xnnpack.so (tests/test_device_pools.py).
-        backend_init={"XnnpackBackend": (Layout(XNNPACK_EXECUTOR_HOST := 0, 8),)},
+        backend_init={"XnnpackBackend": (Layout(272, 8),)},
         sources={
             "types": _PROBE + ", g++ for x86-64; tests/test_device_targets.py)",
             "XnnpackBackend": "measured: the pool runner against the wheel's "
