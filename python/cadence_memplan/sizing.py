@@ -125,7 +125,9 @@ class Sizing:
     """What :func:`size_input` found: ``memories`` (the hierarchy it planned in, sized
     memories first), ``objective`` (the curve's terms), ``budget`` (work and cap as given,
     the work defaulted), ``work`` spent in all, ``cut_short`` (the wall-clock cap ended a
-    step: the answer may change from run to run), ``seconds`` the time it took."""
+    step: the answer may change from run to run), ``seconds`` the time it took;
+    ``program``: a model's program as lowered once (an ``ExecutorchProgramManager``, for
+    its pools: :mod:`cadence_memplan.device`), None for arrays."""
 
     input: Input
     memories: tuple[Memory, ...]
@@ -136,6 +138,7 @@ class Sizing:
     work: int
     cut_short: bool
     seconds: float
+    program: Any = None
 
 
 @dataclass(frozen=True)
@@ -215,8 +218,9 @@ def _model_prober(
     alloc_inputs: bool,
     alloc_outputs: bool,
     progress: Progress,
-) -> tuple[_Planner, int]:
-    """The prober of a model lowered once, and the room that holds all of its tensors."""
+) -> tuple[_Planner, int, Any]:
+    """The prober of a model lowered once, the room that holds all of its tensors, and
+    the program that lowering made."""
     progress("lowering once with to_executorch")
     # The one to_executorch: first fit, the cheapest placer; every size replays best.
     replayed = replanner(
@@ -248,7 +252,7 @@ def _model_prober(
             placer.spent.work, placer.spent.cut_short,
         )  # fmt: skip
 
-    return probe, room
+    return probe, room, replayed.program
 
 
 def _aligned_sizes(sizes: Any, alignment: int) -> Any:
@@ -315,11 +319,11 @@ def size_input(
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
     memory = memories[0]  # the memory sized
     if loaded.input.is_model:
-        probe, room = _model_prober(
+        probe, room, program = _model_prober(
             loaded, memories, objective, alloc_inputs, alloc_outputs, progress
         )
     else:
-        probe = _arrays_prober(loaded, memories)
+        probe, program = _arrays_prober(loaded, memories), None
         sizes = loaded.arrays()[2]
         room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
     spending = _Spending(budget, points)
@@ -351,7 +355,7 @@ def size_input(
     return Sizing(
         loaded.input, memories, loaded.lowering if loaded.input.is_model else None, objective,
         (sized,), Budget(spending.work, budget.ms), spending.spent, spending.cut_short,
-        time.perf_counter() - began,
+        time.perf_counter() - began, program,
     )  # fmt: skip
 
 

@@ -151,8 +151,9 @@ class Replanner:
         planning.algo.objective = objective
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
+        self.program: Any = None  # the program that to_executorch made (pools: device/)
         try:
-            edge.to_executorch(backend_config(lowering, planning))
+            self.program = edge.to_executorch(backend_config(lowering, planning))
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise

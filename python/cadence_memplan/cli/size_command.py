@@ -29,6 +29,7 @@ from .common import (
     writing_outputs,
 )
 from .plot_axes import PLOT_SUFFIXES
+from .pools import add_pool_options, is_pte, print_program_memory, program_memory_of, write_pools
 from .printing import format_seconds, kept_terms, percent_used, print_table
 
 __all__ = ["add_parser", "print_sizing", "run"]
@@ -66,6 +67,7 @@ def add_parser(commands: Any) -> None:
         " tensor's size times 1 + the nodes that read it) (default: bytes)",
     )
     sizer.add_argument("--json", metavar="FILE", help="write the answer as JSON (.json)")
+    add_pool_options(sizer)
     sizer.add_argument(
         "--plot", metavar="FILE", help="draw the curve and its bound (.png, .svg, .pdf)"
     )
@@ -74,12 +76,20 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
+    if is_pte(arguments.input):  # planned already: its pools only (cli/pools.py)
+        from .pools import run_pte
+
+        return run_pte(arguments)
     progress = Progress(arguments.quiet)
     with library_errors():
         what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
     memories = memories_from_arguments(arguments)
     outputs = checked_outputs(
-        [(arguments.json, "--json", (".json",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
+        [
+            (arguments.json, "--json", (".json",)),
+            (arguments.plot, "--plot", PLOT_SUFFIXES),
+            (arguments.header, "--header", (".h",)),
+        ],
         inputs=[what.path, arguments.memory_config],
     )
     check_matplotlib(arguments.plot)
@@ -88,6 +98,10 @@ def run(arguments: argparse.Namespace) -> int:
         progress("torch/executorch not installed: sizing for the synthetic graph instead")
         what = resolve_input("synthetic")
     model_options(arguments, what.is_model)
+    if arguments.header is not None and not what.is_model:
+        raise CliError(
+            "--header: for a model or a .pte only (a CSV or synthetic input has no program)"
+        )
     if arguments.objective is not None and not what.is_model:
         raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
     with quiet_libraries(arguments.debug or not what.is_model), library_errors(memories, "best"):
@@ -101,12 +115,19 @@ def run(arguments: argparse.Namespace) -> int:
             progress=progress,
         )  # fmt: skip
     print_sizing(sizing, arguments.points)
+    pools = (
+        None
+        if sizing.program is None
+        else program_memory_of(sizing.program.buffer, arguments.target)
+    )
+    if pools is not None:
+        print_program_memory(pools)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         if arguments.json:
             from ..io.sizes import write_size
 
-            write_size(partial(arguments.json), sizing)
+            write_size(partial(arguments.json), sizing, pools)
             written.append(f"wrote sizing: {arguments.json}")
         if arguments.plot:
             from .size_plot import plot_sizing
@@ -114,6 +135,8 @@ def run(arguments: argparse.Namespace) -> int:
             progress(f"drawing {arguments.plot}")
             plot_sizing(partial(arguments.plot), sizing)
             written.append(f"wrote sizing plot: {arguments.plot}")
+        if pools is not None:
+            written += write_pools(partial, arguments, pools, sizing.input.label, json_too=False)
     for line in written:
         print(line)
     progress("done")

@@ -82,7 +82,9 @@ class Delegate:
 @dataclass(frozen=True)
 class MethodLayout:
     """One method (an execution plan): its values, inputs, chains of instructions,
-    delegates, and the planned arenas, one per memory id from 1."""
+    delegates, and the planned arenas, one per memory id from 1, with the alignment of
+    each arena's base that keeps every tensor where the planner put it (the largest power
+    of two, at most 64, that divides every offset planned in it)."""
 
     name: str
     values: tuple[Value, ...]
@@ -90,6 +92,7 @@ class MethodLayout:
     chains: tuple[tuple[Instruction, ...], ...]
     delegates: tuple[Delegate, ...]
     arenas: tuple[int, ...]
+    arena_alignments: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

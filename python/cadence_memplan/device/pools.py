@@ -63,6 +63,7 @@ class MethodMemory:
     arenas: tuple[int, ...]
     breakdown: dict[str, int]
     unknowns: tuple[Unknown, ...] = ()
+    arena_alignments: tuple[int, ...] = ()
 
     @property
     def total(self) -> int:
@@ -137,6 +138,7 @@ def method_memory(method: MethodLayout, target_: Target) -> MethodMemory:
         arenas=method.arenas,
         breakdown=smallest.breakdown,
         unknowns=unknowns + _delegate_unknowns(method, target_),
+        arena_alignments=method.arena_alignments,
     )
 
 

@@ -83,7 +83,24 @@ def _method_layout(plan: Any) -> MethodLayout:
         ),
         # Entry 0 is reserved for constants; the runtime's planned buffers start at 1.
         arenas=tuple(int(size) for size in plan.non_const_buffer_sizes[1:]),
+        arena_alignments=_arena_alignments(plan),
     )
+
+
+MAX_ARENA_ALIGNMENT = 64
+
+
+def _arena_alignments(plan: Any) -> tuple[int, ...]:
+    """Per arena, the largest power of two (at most 64) dividing every offset in it."""
+    alignments = [MAX_ARENA_ALIGNMENT] * (len(plan.non_const_buffer_sizes) - 1)
+    for value in plan.values:
+        info = getattr(value.val, "allocation_info", None)
+        if info is None or not 1 <= info.memory_id <= len(alignments):
+            continue
+        offset = (int(info.memory_offset_high) << 32) | int(info.memory_offset_low)
+        while offset % alignments[info.memory_id - 1]:
+            alignments[info.memory_id - 1] //= 2
+    return tuple(alignments)
 
 
 def _value(val: Any) -> Value:
