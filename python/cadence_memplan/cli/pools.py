@@ -68,6 +68,8 @@ def print_program_memory(memory: Any) -> None:
     print(
         f"constants in the program: {memory.constants:,} B, delegate data"
         f" {memory.delegate_data:,} B; in all {memory.total:,} B ({format_bytes(memory.total)})"
+        + " + ?"
+        * bool(memory.unknowns)
     )
     for method in memory.methods:
         _print_advice(method)
