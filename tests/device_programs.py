@@ -126,9 +126,10 @@ FAST: dict[str, Callable[[], Program]] = {
     "topk": topk,
     "dynamic-shapes": dynamic_shapes,
     "two-methods": two_methods,
-    "xnnpack-mlp": lambda: xnnpack("mlp"),
 }
+# XNNPACK's partitioner alone takes some 20 s to import: slow.
 SLOW: dict[str, Callable[[], Program]] = {
+    "xnnpack-mlp": lambda: xnnpack("mlp"),
     **{f"{name}-exir": (lambda name=name: builtin_exir(name)) for name in MODELS},
     **{f"{name}-cadence": (lambda name=name: builtin_cadence(name)) for name in MODELS},
     "xnnpack-cnn": xnnpack,

@@ -95,7 +95,7 @@ def test_the_predicted_pools_are_the_smallest_that_run(
     predicted = _prove(runner, pte, program)
     for memory in predicted.values():
         _one_byte_less(runner, pte, program, memory)
-        assert not memory.unknowns or name == "mlp-cadence", memory.unknowns
+        assert not memory.unknowns, memory.unknowns
 
 
 @pytest.mark.slow
