@@ -113,8 +113,9 @@ def run_pte(arguments: argparse.Namespace) -> int:
     """``size`` on a ``.pte``: its pools only."""
     progress = Progress(arguments.quiet)
     path = Path(arguments.input)
-    if arguments.plot:
-        raise CliError("--plot: a .pte is already planned: there is no curve to draw")
+    if arguments.plot or arguments.objective:
+        option = "--plot" if arguments.plot else "--objective"
+        raise CliError(f"{option}: a .pte is already planned: there is no curve to draw")
     outputs = checked_outputs(
         [(arguments.json, "--json", (".json",)), (arguments.header, "--header", (".h",))],
         inputs=[str(path)],
