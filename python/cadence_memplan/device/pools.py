@@ -22,7 +22,8 @@ from pathlib import Path
 from .allocations import CATEGORIES, Request, load_requests, scalar
 from .layout import MethodLayout, ProgramLayout, TensorValue
 from .runtime_versions import runtime_for
-from .targets import Target, target
+from .targets import Target
+from .targets import target as find_target
 
 __all__ = [
     "BASE_ALIGNMENT",
@@ -190,7 +191,7 @@ def program_memory(
     ``runtime_version`` (default: the installed one; another than 1.5.x raises
     ``ValueError``)."""
     runtime = runtime_for(runtime_version or _installed_executorch())
-    target_ = _target(target)
+    target_ = find_target(target)  # the parameter shadows targets.target
     if isinstance(pte, ProgramLayout):
         layout = pte
     else:
@@ -207,10 +208,6 @@ def program_memory(
         delegate_data=layout.delegate_bytes,
         unknowns=tuple(dict.fromkeys(u for m in methods for u in m.unknowns)),
     )
-
-
-def _target(name: str) -> Target:
-    return target(name)
 
 
 def _installed_executorch() -> str:
