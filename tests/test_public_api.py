@@ -44,6 +44,7 @@ PUBLIC = {
     "cadence_memplan": cadence_memplan.__all__,
     "cadence_memplan.exir": declared_all(PACKAGE / "exir" / "__init__.py"),
     "cadence_memplan.io": cadence_memplan.io.__all__,
+    "cadence_memplan.device": declared_all(PACKAGE / "device" / "__init__.py"),
 }
 
 

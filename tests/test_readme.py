@@ -88,7 +88,7 @@ def test_the_formats_page_examples_read_as_their_formats(tmp_path: Path) -> None
     formats = ROOT / "docs" / "formats.md"
     csvs, jsons, tomls = (blocks(language, [formats]) for language in ("csv", "json", "toml"))
     assert len(csvs) == len(tomls) == 1
-    assert len(jsons) == 2  # a memory config, then what `size --json` writes (below)
+    assert len(jsons) == 3  # a memory config, `size --json`'s, the pools' (below)
     (tmp_path / "example.csv").write_text(csvs[0][1])
     assert len(read_minimalloc_csv(tmp_path / "example.csv").ids) == 8
     (tmp_path / "memories.json").write_text(jsons[0][1])
@@ -112,6 +112,18 @@ def test_the_formats_page_size_example_is_what_size_writes() -> None:
     assert capacities == sorted(capacities, reverse=True)
     assert capacities[0] < memory["all_fit_from"]
     assert all(p["kept"] <= p["kept_bound"] <= memory["total"] for p in memory["curve"])
+
+
+def test_the_formats_page_pools_example_follows_its_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from cadence_memplan.io.program_memory import program_memory_schema
+
+    _, example = blocks("json", [ROOT / "docs" / "formats.md"])[2]
+    document = json.loads(example)
+    jsonschema.validate(document, program_memory_schema())
+    (method,) = document["methods"]
+    assert method["total"] == method["method_pool"] + method["temp_pool"] + sum(method["arenas"])
+    assert sum(method["breakdown"].values()) == method["method_pool"]
 
 
 def test_first_block_is_the_two_commands() -> None:

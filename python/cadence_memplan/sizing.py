@@ -137,9 +137,10 @@ def _arrays_prober(loaded: LoadedInput, memories: Hierarchy, options: PlanningOp
 
 def _model_prober(
     loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
-) -> tuple[_Planner, int]:
+) -> tuple[_Planner, int, Any]:
     """The prober of a model lowered once (with ``options.reorder``, in the order the
-    reorder keeps), and the room that holds all of its tensors."""
+    reorder keeps), the room that holds all of its tensors, and the program that lowering
+    made."""
     progress("lowering once with to_executorch" + (", reordered" if options.reorder else ""))
     # The one to_executorch: first fit, the cheapest placer; every size replays best.
     replayed = replanner(loaded, memories, options.for_placer("position"), "size")
@@ -168,7 +169,7 @@ def _model_prober(
             placer.spent.work, placer.spent.cut_short,
         )  # fmt: skip
 
-    return probe, room
+    return probe, room, replayed.program
 
 
 def _aligned_sizes(sizes: Any, alignment: int) -> Any:
@@ -237,9 +238,9 @@ def size_input(
         raise ValueError("objective='traffic' needs a model: a CSV or synthetic input has no graph")
     memory = hierarchy[0]  # the memory sized
     if loaded.input.is_model:
-        probe, room = _model_prober(loaded, hierarchy, options, progress)
+        probe, room, program = _model_prober(loaded, hierarchy, options, progress)
     else:
-        probe = _arrays_prober(loaded, hierarchy, options)
+        probe, program = _arrays_prober(loaded, hierarchy, options), None
         sizes = loaded.arrays()[2]
         room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
     spending = _Spending(options.budget, points)
@@ -258,7 +259,7 @@ def size_input(
     return Sizing(
         loaded.input, hierarchy, loaded.lowering if loaded.input.is_model else None,
         options.objective, (sized,), Budget(spending.work, options.budget_ms), spending.spent,
-        spending.cut_short, time.perf_counter() - began, options.reorder, reordered,
+        spending.cut_short, time.perf_counter() - began, options.reorder, reordered, program,
     )  # fmt: skip
 
 
@@ -308,7 +309,7 @@ def _reordered_fits_from(
     keeps (best with room for all of them: every tensor kept there), for the note that
     reordering lowers the answer."""
     progress("planning in the order --reorder keeps, with room for every tensor")
-    probe, room = _model_prober(loaded, memories, replace(options, reorder=True), quiet)
+    probe, room, _ = _model_prober(loaded, memories, replace(options, reorder=True), quiet)
     everything = probe(room, spending.next(_ALL_FIT_SHARE))
     spending.charge(everything)
     return everything.used

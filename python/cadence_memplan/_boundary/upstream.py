@@ -36,6 +36,7 @@ __all__ = [
     "check_bank_capacity",
     "check_version",
     "contains_xnnpack_delegate",
+    "deserialize_pte",
     "element_size",
     "extend_storage_base_lifetimes",
     "fast_paths_supported",
@@ -254,3 +255,12 @@ def reject_non_cpu(planner: Any, specs: list[Any]) -> None:
 def check_bank_capacity(planner: Any, bufsizes: list[int]) -> None:
     """exir's ``BankedGreedy._check_capacity``."""
     planner._check_capacity(bufsizes)
+
+
+def deserialize_pte(data: bytes) -> Any:
+    """exir's own reading of a ``.pte`` file's bytes: its ``PTEFile`` (the ``Program``
+    dataclasses of ``executorch.exir.schema``, segments restored into it). exir keeps the
+    reader in a private module; cadence_memplan.device reads programs through this."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    return deserialize_pte_binary(data)

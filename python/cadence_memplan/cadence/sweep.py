@@ -147,8 +147,9 @@ class Replanner:
         options.configure(planning.algo)
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
+        self.program: Any = None  # the program that to_executorch made (pools: device/)
         try:
-            edge.to_executorch(backend_config(options.lowering, planning))
+            self.program = edge.to_executorch(backend_config(options.lowering, planning))
         except PLANNING_FAILURES:
             if not recorder.calls:
                 raise

@@ -11,9 +11,10 @@ from ..cadence import LOWERING_DESCRIPTIONS
 from ..models import DEFAULT_INPUT
 from ..sizing import DEFAULT_POINTS, MemorySizing, Sizing, size_input
 from ..stats import format_bytes
-from .common import checked_outputs, whole_number, writing_outputs
+from .common import CliError, checked_outputs, whole_number, writing_outputs
 from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
+from .pools import add_pool_options, is_pte, print_program_memory, program_memory_of, write_pools
 from .printing import format_seconds, kept_terms, percent_used, print_table
 
 __all__ = ["add_parser", "print_sizing", "run"]
@@ -57,6 +58,7 @@ def add_parser(commands: Any) -> None:
         " it, a note says when that order needs less)",
     )
     sizer.add_argument("--json", metavar="FILE", help="write the answer as JSON (.json)")
+    add_pool_options(sizer)
     sizer.add_argument(
         "--plot", metavar="FILE", help="draw the curve and its bound (.png, .svg, .pdf)"
     )
@@ -65,25 +67,44 @@ def add_parser(commands: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
+    if is_pte(arguments.input):  # planned already: its pools only (cli/pools.py)
+        from .pools import run_pte
+
+        return run_pte(arguments)
     request = CommandRequest.read(arguments)
     outputs = checked_outputs(
-        [(arguments.json, "--json", (".json",)), (arguments.plot, "--plot", PLOT_SUFFIXES)],
+        [
+            (arguments.json, "--json", (".json",)),
+            (arguments.plot, "--plot", PLOT_SUFFIXES),
+            (arguments.header, "--header", (".h",)),
+        ],
         inputs=request.inputs,
     )
     options = request.planned("sizing for")
+    if arguments.header is not None and not request.what.is_model:
+        raise CliError(
+            "--header: for a model or a .pte only (a CSV or synthetic input has no program)"
+        )
     progress = request.progress
     with request.loaded("size") as loaded:
         sizing = size_input(
             loaded, request.memories, options, points=arguments.points, progress=progress
         )
     print_sizing(sizing, arguments.points)
+    pools = (
+        None
+        if sizing.program is None
+        else program_memory_of(sizing.program.buffer, arguments.target)
+    )
+    if pools is not None:
+        print_program_memory(pools)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         if arguments.json:
             from ..io.sizes import write_size
 
             progress(f"writing {arguments.json}")
-            write_size(partial(arguments.json), sizing)
+            write_size(partial(arguments.json), sizing, pools)
             written.append(f"wrote sizing: {arguments.json}")
         if arguments.plot:
             from .size_plot import plot_sizing
@@ -91,6 +112,8 @@ def run(arguments: argparse.Namespace) -> int:
             progress(f"drawing {arguments.plot}")
             plot_sizing(partial(arguments.plot), sizing)
             written.append(f"wrote sizing plot: {arguments.plot}")
+        if pools is not None:
+            written += write_pools(partial, arguments, pools, sizing.input.label, json_too=False)
     for line in written:
         print(line)
     progress.done()

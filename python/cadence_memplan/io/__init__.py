@@ -1,5 +1,5 @@
 """Files in and out: MiniMalloc CSV instances and solutions, plan files, size reports,
-Chrome traces, memory hierarchies.
+a program's pools (JSON and a C header), Chrome traces, memory hierarchies.
 
 Plain Python and numpy; errors are ValueError naming the file, line or option.
 """
@@ -12,6 +12,13 @@ from .minimalloc import (
     write_minimalloc_solution,
 )
 from .plans import PlanFile, plan_schema, read_plan, read_plan_file, write_plan
+from .program_memory import (
+    pool_header,
+    program_memory_document,
+    program_memory_schema,
+    write_pool_header,
+    write_program_memory,
+)
 from .sizes import size_document, size_schema, write_size
 from .trace import trace_events, write_trace
 
@@ -24,6 +31,9 @@ __all__ = [
     "parse_memory_spec",
     "parse_size",
     "plan_schema",
+    "pool_header",
+    "program_memory_document",
+    "program_memory_schema",
     "read_memory_config",
     "read_minimalloc_csv",
     "read_plan",
@@ -33,6 +43,8 @@ __all__ = [
     "trace_events",
     "write_minimalloc_solution",
     "write_plan",
+    "write_pool_header",
+    "write_program_memory",
     "write_size",
     "write_trace",
 ]

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .outputs import write_whole
+from .program_memory import program_memory_document, program_memory_schema
 
 if TYPE_CHECKING:
+    from ..device import ProgramMemory
     from ..request.sizing_results import MemorySizing, Sizing
 
 __all__ = ["SIZE_FORMAT", "SIZE_VERSION", "size_document", "size_schema", "write_size"]
@@ -29,12 +31,15 @@ _SCHEMA_PATH = Path(__file__).with_name("size.schema.json")
 def size_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the document :func:`write_size` writes."""
     schema: dict[str, Any] = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    # "program" is program_memory.schema.json's document, kept in that one file.
+    schema["$defs"]["program_memory"] = program_memory_schema()
     return schema
 
 
-def size_document(sizing: Sizing) -> dict[str, Any]:
-    """``sizing`` as the JSON document (a dict of plain values)."""
-    return {
+def size_document(sizing: Sizing, program: ProgramMemory | None = None) -> dict[str, Any]:
+    """``sizing`` as the JSON document (a dict of plain values), with a model's
+    ``program`` memory (every pool it needs on the device) when given."""
+    document = {
         "format": SIZE_FORMAT,
         "version": SIZE_VERSION,
         "input": sizing.input.label,
@@ -50,6 +55,9 @@ def size_document(sizing: Sizing) -> dict[str, Any]:
         ],
         "memories": [_sized_memory(sized) for sized in sizing.sized],
     }
+    if program is not None:
+        document["program"] = program_memory_document(program, sizing.input.label)
+    return document
 
 
 def _sized_memory(sized: MemorySizing) -> dict[str, Any]:
@@ -70,8 +78,10 @@ def _sized_memory(sized: MemorySizing) -> dict[str, Any]:
     }
 
 
-def write_size(path: str | os.PathLike[str], sizing: Sizing) -> None:
+def write_size(
+    path: str | os.PathLike[str], sizing: Sizing, program: ProgramMemory | None = None
+) -> None:
     """Write :func:`size_document` as JSON, whole or not at all."""
-    text = json.dumps(size_document(sizing), indent=1) + "\n"
+    text = json.dumps(size_document(sizing, program), indent=1) + "\n"
     with write_whole(path) as partial:
         partial.write_text(text, encoding="utf-8")

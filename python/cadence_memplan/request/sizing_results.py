@@ -5,6 +5,7 @@ which writes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .._types import Budget, Objective
 from .hierarchy import Hierarchy, Memory
@@ -65,7 +66,9 @@ class Sizing:
     step: the answer may change from run to run), ``seconds`` the time it took;
     ``reorder``: sized in the node order ``reorder=True`` keeps; ``reordered_fits_from``:
     when sized in the given order, what every tensor needs in the reordered one, where that
-    is less (else None)."""
+    is less (else None); ``program``: a model's program as lowered once (an
+    ``ExecutorchProgramManager``, for its pools: :mod:`cadence_memplan.device`), None for
+    arrays."""
 
     input: Input
     memories: Hierarchy
@@ -78,3 +81,4 @@ class Sizing:
     seconds: float
     reorder: bool = False
     reordered_fits_from: int | None = None
+    program: Any = None
