@@ -26,7 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig
 from executorch.exir.passes import MemoryPlanningPass
-from stateful_programs import PROGRAMS, StatefulProgram, backend_config, edge_program, run_on_runtime
+from stateful_programs import (
+    PROGRAMS,
+    StatefulProgram,
+    backend_config,
+    edge_program,
+    run_on_runtime,
+)
 
 import cadence_memplan.exir
 from cadence_memplan import CadenceMemoryPlanning
@@ -38,6 +44,7 @@ __all__ = ["main"]
 MEMORIES: dict[str, list[int]] = {
     "1 memory": [1 << 20],
     "2 memories": [768, 1 << 20],
+    "2 memories, 6 KiB fast": [6144, 1 << 20],
     "3 memories": [1024, 4096, 1 << 20],
 }
 
@@ -101,9 +108,7 @@ def _arena(program: Any, stateful: StatefulProgram) -> int:
     return sum(max(column) for column in zip(*padded, strict=True))
 
 
-def cell(
-    stateful: StatefulProgram, edge: Any, lowering: str, make: Callable[[], Any]
-) -> str:
+def cell(stateful: StatefulProgram, edge: Any, lowering: str, make: Callable[[], Any]) -> str:
     try:
         planning = make()
         config = cadence_backend_config(planning) if lowering == "cadence" else None

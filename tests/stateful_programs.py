@@ -132,7 +132,9 @@ def _row(step: int) -> torch.Tensor:
 
 def _kv_calls(steps: int) -> tuple[tuple[str, tuple[torch.Tensor, ...]], ...]:
     prompt = torch.arange(PREFILL_ROWS * WIDTH, dtype=torch.float32).reshape(-1, WIDTH) / 64.0
-    decodes = [("decode", (_row(step), torch.tensor([PREFILL_ROWS + step]))) for step in range(steps)]
+    decodes = [
+        ("decode", (_row(step), torch.tensor([PREFILL_ROWS + step]))) for step in range(steps)
+    ]
     return (("prefill", (prompt,)), *decodes, ("prefill", (prompt * 2.0,)), *decodes[:2])
 
 

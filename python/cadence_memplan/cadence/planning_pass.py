@@ -343,9 +343,14 @@ def plan_graph(
     graph_signature: Any,
     alloc_graph_input: bool,
     alloc_graph_output: bool,
+    outside: list[tuple[int, int, int]] | None = None,
+    unplanned: frozenset[int] = frozenset(),
 ) -> None:
     """Upstream's ``CadenceMemoryPlanning.run`` with ``algo`` (see the module's
-    docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`)."""
+    docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`).
+    ``outside``: ``(mem_id, low, high)`` bytes held for the whole graph (a program's shared
+    state, ``shared_state.py``); ``unplanned``: the ids of specs placed already (that
+    state's), left out of the graph's planning."""
     # Upstream's run() builds exactly this pass; its alignment and its alloc-node specs.
     planning = MemoryPlanningPass(
         algo,
@@ -356,7 +361,8 @@ def plan_graph(
     upstream.set_alloc_node_spec(planning, graph_module)
     _plan_scope(
         algo, planning.alignment, graph_module, graph_signature,
-        alloc_graph_input, alloc_graph_output, outside=[],
+        alloc_graph_input, alloc_graph_output, outside=list(outside or []),
+        unplanned=unplanned,
     )  # fmt: skip
 
     verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
@@ -377,6 +383,7 @@ def _plan_scope(
     alloc_graph_input: bool,
     alloc_graph_output: bool,
     outside: list[tuple[int, int, int]],
+    unplanned: frozenset[int] = frozenset(),
 ) -> list[int]:
     """exir's ``apply_algo`` for one memory pool (base memory id 1, so exir's remap of the
     placer's mem ids leaves them as they are); returns the graph's buffer sizes. A graph
@@ -396,6 +403,8 @@ def _plan_scope(
             ignore_mutable_buffers=False,
         )
     )
+    if unplanned:
+        specs = [spec for spec in specs if id(spec) not in unplanned]
     hops = higher_order_nodes(graph_module)
     extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
     if not hops and not outside:  # all Cadence lowers: nothing to plan around
