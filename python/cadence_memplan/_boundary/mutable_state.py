@@ -24,8 +24,11 @@ from typing import Any
 import torch
 from executorch.exir.tensor import TensorSpec
 
+
 __all__ = [
     "MethodBuffers",
+    "alias_to_buffers",
+    "unread_mutation_outputs",
     "UnsharedStateError",
     "UnsharedStateWarning",
     "check_unshared",
@@ -111,3 +114,60 @@ def shared_state(methods: Sequence[MethodBuffers]) -> dict[str, list[TensorSpec]
         if specs:
             state[fqn] = specs
     return state
+
+
+# --------------------------------------------------------------------------- dead bytes
+
+
+def unread_mutation_outputs(
+    graph_module: torch.fx.GraphModule, signature: Any
+) -> list[tuple[TensorSpec, TensorSpec]]:
+    """``(output spec, buffer spec)`` for each mutated buffer's new value that only the
+    output node holds: exir plans a tensor for it, and nothing reads or writes it (the
+    write-back, ``copy_`` into the buffer, is what the emitter and the runtime use).
+    Empty for a graph the signature does not describe (a control-flow submodule)."""
+    if signature is None or not hasattr(signature, "output_specs"):
+        return []
+    output = graph_module.graph.output_node()
+    own = output.meta.get("spec")
+    output_specs = list(signature.output_specs)
+    if not isinstance(own, (list, tuple)) or len(own) != len(output_specs):
+        return []
+    held = {
+        id(spec)
+        for node in graph_module.graph.nodes
+        if node.op != "output"
+        for spec in _node_specs(node)
+    }
+    by_buffer = {
+        fqn: specs[0] for fqn, specs in method_buffers(graph_module, signature).specs.items()
+    }
+    found = []
+    for spec, output_spec in zip(own, output_specs, strict=True):
+        if output_spec.kind.name != "BUFFER_MUTATION" or not isinstance(spec, TensorSpec):
+            continue
+        buffer = by_buffer.get(str(output_spec.target))
+        if buffer is not None and id(spec) not in held and spec is not buffer:
+            found.append((spec, buffer))
+    return found
+
+
+def _node_specs(node: torch.fx.Node) -> list[Any]:
+    spec = node.meta.get("spec")
+    return list(spec) if isinstance(spec, (list, tuple)) else [spec]
+
+
+def alias_to_buffers(
+    graph_module: torch.fx.GraphModule, pairs: Sequence[tuple[TensorSpec, TensorSpec]]
+) -> None:
+    """The output node holds each pair's buffer spec where it held the unread output spec
+    (as exir's spec propagation aliases them in some flows): the value is the buffer's,
+    nothing is allocated for it, and exir's checks of the graph's outputs, which leave
+    mutable buffers' specs out, still hold."""
+    if not pairs:
+        return
+    output = graph_module.graph.output_node()
+    own = output.meta["spec"]
+    buffer_of = {id(spec): buffer for spec, buffer in pairs}
+    aliased = [buffer_of.get(id(spec), spec) for spec in own]
+    output.meta["spec"] = type(own)(aliased) if isinstance(own, tuple) else aliased
