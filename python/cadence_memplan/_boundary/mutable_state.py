@@ -24,16 +24,15 @@ from typing import Any
 import torch
 from executorch.exir.tensor import TensorSpec
 
-
 __all__ = [
     "MethodBuffers",
-    "alias_to_buffers",
-    "unread_mutation_outputs",
     "UnsharedStateError",
     "UnsharedStateWarning",
+    "alias_to_buffers",
     "check_unshared",
     "method_buffers",
     "shared_state",
+    "unread_mutation_outputs",
     "unshared_buffers",
 ]
 

@@ -300,6 +300,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                     self.alloc_graph_output,
                     outside,
                     unplanned,
+                    drop_unread=isinstance(algo, BestOfHierarchy),
                 )
         except BaseException:
             snapshot.restore()

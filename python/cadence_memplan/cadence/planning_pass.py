@@ -72,6 +72,7 @@ from .._boundary.control_flow import (
     higher_order_nodes,
     reserving,
 )
+from .._boundary.mutable_state import alias_to_buffers, unread_mutation_outputs
 from .._boundary.upstream import (
     ViewSpec,
     alias_inplace_result_specs,
@@ -345,12 +346,17 @@ def plan_graph(
     alloc_graph_output: bool,
     outside: list[tuple[int, int, int]] | None = None,
     unplanned: frozenset[int] = frozenset(),
+    drop_unread: bool = False,
 ) -> None:
     """Upstream's ``CadenceMemoryPlanning.run`` with ``algo`` (see the module's
     docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`).
     ``outside``: ``(mem_id, low, high)`` bytes held for the whole graph (a program's shared
     state, ``shared_state.py``); ``unplanned``: the ids of specs placed already (that
-    state's), left out of the graph's planning."""
+    state's), left out of the graph's planning. ``drop_unread``: the tensors exir plans
+    for mutated buffers' new values, which nothing reads, are left out too, and the
+    output node holds the buffers' specs in their place (``_boundary/mutable_state.py``)."""
+    unread = unread_mutation_outputs(graph_module, graph_signature) if drop_unread else []
+    unplanned = unplanned | {id(spec) for spec, _ in unread}
     # Upstream's run() builds exactly this pass; its alignment and its alloc-node specs.
     planning = MemoryPlanningPass(
         algo,
@@ -364,6 +370,7 @@ def plan_graph(
         alloc_graph_input, alloc_graph_output, outside=list(outside or []),
         unplanned=unplanned,
     )  # fmt: skip
+    alias_to_buffers(graph_module, unread)
 
     verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
     if logging.getLogger().isEnabledFor(logging.DEBUG):
