@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import sys
 import warnings
 from collections.abc import Callable
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
             for memories, sizes in MEMORIES.items():
                 if not hierarchy and memories != "1 memory":
                     continue
-                text = cell(stateful, edges[lowering], lowering, lambda: make(sizes))
+                text = cell(stateful, edges[lowering], lowering, functools.partial(make, sizes))
                 print(f"| {program_name} | {name} | {memories} | {text} |", flush=True)
 
 
