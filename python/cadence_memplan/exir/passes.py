@@ -28,6 +28,7 @@ from .._boundary.mutable_state import (
     method_buffers,
     unread_mutation_outputs,
 )
+from .._boundary.tensorspecs import allocated_sizes
 from .._types import Occupancy
 from ..scheduling import Reorder, Reordering
 from .planners import greedy
@@ -70,7 +71,7 @@ class WithoutUnreadOutputs:
             alignment, specs, graph_module, graph_signature, extra_padding
         )
         alias_to_buffers(graph_module, pairs)
-        self.dropped = sum(spec.allocated_memory for spec, _ in pairs)
+        self.dropped = int(allocated_sizes([spec for spec, _ in pairs]).sum()) if pairs else 0
         return bufsizes
 
 
