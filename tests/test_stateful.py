@@ -41,8 +41,7 @@ from stateful_programs import (
 )
 
 import cadence_memplan.exir
-from cadence_memplan import CadenceMemoryPlanning
-from cadence_memplan._boundary.mutable_state import UnsharedStateError, UnsharedStateWarning
+from cadence_memplan import CadenceMemoryPlanning, UnsharedStateError, UnsharedStateWarning
 from cadence_memplan.cadence.compiler import cadence_backend_config
 
 pytestmark = [

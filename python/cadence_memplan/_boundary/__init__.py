@@ -5,7 +5,8 @@ policy and writes placements back; ``upstream.py`` holds every private name of e
 and torch the package uses, behind one version check; ``control_flow.py`` models what
 higher-order ops' submodules write and leave alive, and places their arenas, for both
 flows, and ``control_flow_check.py`` checks finished plans against that model;
-``module_names.py`` points executorch's module-level names at ours (both patches).
-Private: nothing outside the package imports it (``validate_control_flow`` is public as
-``cadence_memplan.validate_control_flow``).
+``module_names.py`` points executorch's module-level names at ours (both patches);
+``mutable_state.py`` finds a program's mutable state across its methods (both passes).
+Private: nothing outside the package imports it (``validate_control_flow``,
+``UnsharedStateWarning`` and ``UnsharedStateError`` are public from ``cadence_memplan``).
 """
