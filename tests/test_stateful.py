@@ -280,3 +280,18 @@ def test_every_exir_mode(name: str, options: dict[str, bool], edges: Any) -> Non
     program = to_program(edges(name, "exir"), planning, "exir")
     assert run_on_runtime(stateful, program.buffer).equal
     check_state_apart(program, stateful, [1 << 30])
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_a_multi_program_archive_is_a_clear_error(tmp_path: Any) -> None:
+    from stateful_programs import export_methods
+    from torch.export.pt2_archive._package import package_pt2
+
+    from cadence_memplan.planning import InputError, load_input
+
+    archive = tmp_path / "both.pt2"
+    package_pt2(str(archive), exported_programs=export_methods(STREAMING))
+    with pytest.raises(InputError, match=r"holds 2 programs \(init, step\): the command line"):
+        load_input(archive, lowering="exir")

@@ -254,3 +254,14 @@ def reject_non_cpu(planner: Any, specs: list[Any]) -> None:
 def check_bank_capacity(planner: Any, bufsizes: list[int]) -> None:
     """exir's ``BankedGreedy._check_capacity``."""
     planner._check_capacity(bufsizes)
+
+
+def pt2_program_names(path: Any) -> list[str] | None:
+    """The names of the programs a ``.pt2`` archive holds (torch's
+    ``pt2_archive._package.load_pt2``), or None when it cannot be read as one."""
+    try:
+        from torch.export.pt2_archive._package import load_pt2
+
+        return list(load_pt2(path).exported_programs)
+    except Exception:  # noqa: BLE001  (not an archive of programs: the caller's error stands)
+        return None
