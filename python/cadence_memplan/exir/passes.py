@@ -12,7 +12,7 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -39,15 +39,16 @@ from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 __all__ = ["WithoutUnreadOutputs", "memory_planning_pass"]
 
 
-class WithoutUnreadOutputs:
-    """A planning algorithm without the tensors exir plans for mutated buffers' new
-    values, which nothing reads (the write-back into the buffer is what the emitter and
-    the runtime use): once planned, the output node holds the buffer's spec in place of
-    each, so no byte is spent on it and exir's checks of the graph's outputs still hold.
-    ``dropped`` is the bytes the last call left out."""
+class WithoutUnreadOutputs(MemoryPlanningAlgorithmSuite):
+    """Our suite (:class:`cadence_memplan.exir.MemoryPlanningAlgorithmSuite`) without the
+    tensors exir plans for mutated buffers' new values, which nothing reads (the
+    write-back into the buffer is what the emitter and the runtime use): once planned,
+    the output node holds the buffer's spec in place of each, so no byte is spent on it
+    and exir's checks of the graph's outputs still hold. What ``smallest=True`` plans
+    with; ``dropped`` is the bytes the last call left out."""
 
-    def __init__(self, algorithm: Callable[..., list[int]]) -> None:
-        self.algorithm = algorithm
+    def __init__(self, algo_list: Sequence[Callable[..., Any]] | None = None) -> None:
+        super().__init__(algo_list)
         self.dropped = 0
         # Every spec left out so far, by id (held, so no id is reused): a reordering
         # plans the graph again, from its own list of specs, after the first call has
@@ -67,9 +68,7 @@ class WithoutUnreadOutputs:
         if self._left_out:
             kept = [spec for spec in specs if id(spec) not in self._left_out]
             specs = set(kept) if isinstance(specs, set) else kept
-        bufsizes: list[int] = self.algorithm(
-            alignment, specs, graph_module, graph_signature, extra_padding
-        )
+        bufsizes = super().__call__(alignment, specs, graph_module, graph_signature, extra_padding)
         alias_to_buffers(graph_module, pairs)
         self.dropped = int(allocated_sizes([spec for spec, _ in pairs]).sum()) if pairs else 0
         return bufsizes
@@ -199,9 +198,8 @@ def memory_planning_pass(
             occupancy=occupancy,
         )
     algorithms = [algorithm, best] if smallest else [algorithm]
-    suite: Callable[..., list[int]] = MemoryPlanningAlgorithmSuite(algo_list=algorithms)
-    if smallest:
-        suite = WithoutUnreadOutputs(suite)
+    suite_type = WithoutUnreadOutputs if smallest else MemoryPlanningAlgorithmSuite
+    suite = suite_type(algo_list=algorithms)
     pass_type = {
         (False, False): _StatefulMemoryPlanningPass,
         (True, False): _VerifyingMemoryPlanningPass,
