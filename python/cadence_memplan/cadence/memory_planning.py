@@ -300,7 +300,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                     self.alloc_graph_output,
                     outside,
                     unplanned,
-                    drop_unread=isinstance(algo, BestOfHierarchy),
+                    isinstance(algo, BestOfHierarchy),  # drop_unread
                 )
         except BaseException:
             snapshot.restore()
