@@ -27,6 +27,7 @@ from .api import DEFAULT_WORK_BUDGET, plan, schedule, validate
 
 if _TYPE_CHECKING:
     from ._boundary.control_flow_check import validate_control_flow
+    from ._boundary.mutable_state import UnsharedStateError, UnsharedStateWarning
     from .cadence.algorithms import (
         BestOfHierarchy,
         GreedyWithHeuristic,
@@ -56,6 +57,8 @@ __all__ = [
     "PositionBasedGreedyWithHierarchy",
     "Preplaced",
     "ScheduleResult",
+    "UnsharedStateError",
+    "UnsharedStateWarning",
     "__version__",
     "import_cadence_compiler",
     "patch_cadence",
@@ -82,6 +85,8 @@ _EXECUTORCH_NAMES = {
     "patch_exir": "exir.patching",
     "unpatch_exir": "exir.patching",
     "validate_control_flow": "_boundary.control_flow_check",
+    "UnsharedStateWarning": "_boundary.mutable_state",
+    "UnsharedStateError": "_boundary.mutable_state",
 }
 
 

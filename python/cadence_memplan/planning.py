@@ -143,7 +143,7 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         try:
             exported = torch.export.load(what.path)
         except Exception as error:
-            raise InputError(f"cannot read torch.export archive {what.path}: {error}") from error
+            raise InputError(_archive_error(what.path, error)) from error
     else:
         progress(f"exporting the built-in model {what.label!r} with torch.export")
         model, example_inputs = build_model(what.label)
@@ -155,6 +155,22 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         raise LoweringError(
             f"cannot lower {what.label} (--lowering {lowering}): {error}"
         ) from error
+
+
+def _archive_error(path: Any, error: Exception) -> str:
+    """Why a ``.pt2`` archive cannot be planned: several programs in it (a multi-method
+    program), said by name, or what torch said."""
+    from ._boundary.upstream import pt2_program_names
+
+    names = pt2_program_names(path)
+    if names is not None and len(names) > 1:
+        return (
+            f"{path} holds {len(names)} programs ({', '.join(names)}): the command line"
+            " plans one program; plan a multi-method program in Python, its methods"
+            " together, with CadenceMemoryPlanning(..., share_mutable_buffers=True)"
+            " (docs/stateful.md)"
+        )
+    return f"cannot read torch.export archive {path}: {error}"
 
 
 def _loaded(

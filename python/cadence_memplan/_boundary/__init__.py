@@ -8,6 +8,7 @@ flows, and ``control_flow_check.py`` checks finished plans against that model;
 ``module_names.py`` points executorch's module-level names at ours (both patches);
 ``storage_sharing.py`` says which tensors of a Cadence graph lie inside another's storage
 (``cadence/`` and ``scheduling/`` both read it; it needs neither executorch nor numpy).
-Private: nothing outside the package imports it (``validate_control_flow`` is public as
-``cadence_memplan.validate_control_flow``).
+``mutable_state.py`` finds a program's mutable state across its methods (both passes).
+Private: nothing outside the package imports it (``validate_control_flow``,
+``UnsharedStateWarning`` and ``UnsharedStateError`` are public from ``cadence_memplan``).
 """

@@ -22,6 +22,8 @@ from ..request.options import LOWERINGS as LOWERINGS
 
 ALGORITHM_ENV = "CADENCE_MEMPLAN_ALGO"
 REORDER_ENV = "CADENCE_MEMPLAN_REORDER"
+SHARE_ENV = "CADENCE_MEMPLAN_SHARE_MUTABLE_BUFFERS"
+STRICT_SHARING_ENV = "CADENCE_MEMPLAN_STRICT_SHARING"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 # "mem_algo": every planner keeps its caller's mem_algo; "best": every planner uses best.
@@ -52,17 +54,45 @@ def resolve_patch_reorder(reorder: bool | None) -> bool:
     1/true/yes/on, or 0/false/no/off (unset or empty: off); anything else raises
     ``ValueError``. Here, with numpy-only imports, for the runner, as
     :func:`resolve_patch_algorithm`."""
-    if reorder is not None:
-        return bool(reorder)
-    value = os.environ.get(REORDER_ENV, "").strip()
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise ValueError(
-        f"{REORDER_ENV}={value!r}: expected 1 (every Cadence planner also plans better node"
-        " orders, keeping the best plan) or 0 (the default: the graph's order)"
+    return _resolve_switch(
+        reorder,
+        REORDER_ENV,
+        "every Cadence planner also plans better node orders, keeping the best plan",
+        "the graph's order",
     )
+
+
+def resolve_patch_share(share_mutable_buffers: bool | None) -> bool:
+    """``patch_cadence``'s share_mutable_buffers: the argument, or (None)
+    ``CADENCE_MEMPLAN_SHARE_MUTABLE_BUFFERS``, read as :func:`resolve_patch_reorder`."""
+    return _resolve_switch(
+        share_mutable_buffers,
+        SHARE_ENV,
+        "every Cadence planner plans a program's methods together, their mutable state placed once",
+        "each method planned on its own",
+    )
+
+
+def resolve_patch_strict_sharing(strict_sharing: bool | None) -> bool:
+    """``patch_cadence``'s strict_sharing: the argument, or (None)
+    ``CADENCE_MEMPLAN_STRICT_SHARING``, read as :func:`resolve_patch_reorder`."""
+    return _resolve_switch(
+        strict_sharing,
+        STRICT_SHARING_ENV,
+        "state that methods do not share is an error",
+        "a warning",
+    )
+
+
+def _resolve_switch(value: bool | None, env: str, on: str, off: str) -> bool:
+    if value is not None:
+        return bool(value)
+    text = os.environ.get(env, "").strip()
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ValueError(f"{env}={text!r}: expected 1 ({on}) or 0 (the default: {off})")
 
 
 # What each lowering is, for progress lines and reports.

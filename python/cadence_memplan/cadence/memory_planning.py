@@ -27,6 +27,7 @@ sizes out), for callers written against that older API.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from executorch.backends.cadence.aot.memory_constraints import ConstraintsGenPass, MemConstraints
@@ -44,6 +45,7 @@ from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._boundary import upstream
+from .._boundary.mutable_state import check_unshared, method_buffers
 from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
 from .._validation import is_integer
 from ..scheduling import Reorder, Reordering
@@ -57,6 +59,7 @@ from .planning_pass import (
     update_lifetimes,
     views_checked_once,
 )
+from .shared_state import PendingMethod, plan_sharing_state
 
 __all__ = [
     "MEM_ALGOS",
@@ -113,10 +116,23 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     memory 1 and has no larger arena, one of them strictly better (the graph's own order
     otherwise): :class:`cadence_memplan.scheduling.Reordering`. After a run,
     ``last_reorder`` (a :class:`~cadence_memplan.scheduling.Reorder`) says what it did.
+
+    ``share_mutable_buffers`` (keyword only; exir's keyword, default
+    :attr:`share_by_default`, False here) plans the program's methods together, their
+    mutable state (every buffer a method mutates) placed once, at one ``(mem_id, offset)``
+    in every method, in the fastest memory where it fits beside every method's own
+    tensors (:mod:`cadence_memplan.cadence.shared_state`): ``run`` records each method
+    and ``run_multimethod`` (which ``to_executorch`` calls after every method's ``run``)
+    plans them; ``last_state_mem_id`` then says where the state went. Without it, methods
+    that use a buffer one of them mutates get an ``UnsharedStateWarning`` naming it, or,
+    with ``strict_sharing=True``, an ``UnsharedStateError``, from ``run_multimethod``.
     """
 
     reorder_by_default = False  # what ``patch_cadence(reorder=True)``'s subclasses change
+    share_by_default = False  # and patch_cadence(share_mutable_buffers=True)'s
+    strict_by_default = False  # and patch_cadence(strict_sharing=True)'s
     last_reorder: Reorder | None = None
+    last_state_mem_id: int | None = None
 
     def __init__(
         self,
@@ -128,8 +144,17 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         additional_constraint_gen_passes: Sequence[ConstraintsGenPass] | None = None,
         *,
         reorder: bool | None = None,
+        share_mutable_buffers: bool | None = None,
+        strict_sharing: bool | None = None,
     ) -> None:
         self.reorder = self.reorder_by_default if reorder is None else bool(reorder)
+        self.share_mutable_buffers = (
+            self.share_by_default if share_mutable_buffers is None else bool(share_mutable_buffers)
+        )
+        self.strict_sharing = (
+            self.strict_by_default if strict_sharing is None else bool(strict_sharing)
+        )
+        self._pending: list[PendingMethod] = []
         # The algorithm classes check memory_config when upstream's __init__ builds them.
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
         if not is_integer(mem_algo) or not 0 <= mem_algo < len(MEM_ALGOS):
@@ -202,6 +227,52 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         ``plan()`` call, so without the snapshot a failure would leave part of the graph
         placed.
         """
+        buffers = method_buffers(graph_module, graph_signature)
+        # The program keeps the graph module's meta as it is when run() returns: the list
+        # is filled in place once run_multimethod() has planned every method.
+        sizes: list[int] = []
+        self._pending.append(PendingMethod(buffers, sizes))
+        if self.share_mutable_buffers:
+            graph_module.meta["non_const_buffer_sizes"] = sizes
+            return PassResult(graph_module, True)
+        self._plan(graph_module, graph_signature)
+        return PassResult(graph_module, True)
+
+    def run_multimethod(self) -> None:
+        """After every method's ``run``: plan them together when sharing mutable buffers
+        (put back whole if it raises), else say which state they do not share."""
+        pending, self._pending = self._pending, []
+        if not self.share_mutable_buffers:
+            check_unshared(
+                [method.buffers for method in pending], self.strict_sharing, "CadenceMemoryPlanning"
+            )
+            return
+        snapshots = [SpecSnapshot(method.buffers.graph_module) for method in pending]
+
+        def restore() -> None:
+            for snapshot in snapshots:
+                snapshot.restore()
+
+        def plan_method(graph_module: Any, signature: Any, outside: Any, unplanned: Any) -> None:
+            self._plan(graph_module, signature, outside, unplanned)
+
+        try:
+            self.last_state_mem_id = plan_sharing_state(
+                pending, self.memory_config, plan_method, restore
+            )
+        except BaseException:
+            restore()
+            raise
+
+    def _plan(
+        self,
+        graph_module: torch.fx.GraphModule,
+        graph_signature: ExportGraphSignature | None,
+        outside: list[tuple[int, int, int]] | None = None,
+        unplanned: frozenset[int] = frozenset(),
+    ) -> None:
+        """One graph planned as ``run`` says, around ``outside``'s bytes, without the
+        specs in ``unplanned`` (their ids)."""
         snapshot = SpecSnapshot(graph_module)
         signature = signature_with_maps(graph_signature)
         algo: MemoryPlanningAlgo = self.algo
@@ -213,9 +284,13 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         try:
             # Upstream's run() plans with self.algo: the reordering stands in for it there.
             if not upstream.fast_paths_supported():  # an untested executorch: its own pass
+                if outside or unplanned:
+                    raise NotImplementedError(
+                        "share_mutable_buffers=True needs an executorch in the tested range"
+                    )
                 setattr(self, "algo", reordering or algo)  # noqa: B010  (not a MemoryPlanningAlgo)
-                result: PassResult = super().run(graph_module, graph_signature)
-                return result
+                super().run(graph_module, graph_signature)
+                return
             with deferred_recompile(graph_module), views_checked_once(graph_module):
                 plan_graph(
                     reordering or algo,
@@ -223,6 +298,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                     signature,
                     self.alloc_graph_input,
                     self.alloc_graph_output,
+                    outside,
+                    unplanned,
+                    isinstance(algo, BestOfHierarchy),  # drop_unread
                 )
         except BaseException:
             snapshot.restore()
@@ -230,7 +308,6 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         finally:
             setattr(self, "algo", algo)  # noqa: B010
             self.last_reorder = reordering.result if reordering else None
-        return PassResult(graph_module, True)
 
 
 # ------------------------------------------------- the standalone functions (older API)

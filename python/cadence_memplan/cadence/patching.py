@@ -22,6 +22,10 @@ exactly), 2 ``best``. ``algorithm="best"`` (or ``CADENCE_MEMPLAN_ALGO=best``) ma
 planner place with ``best``, for ``mem_algo`` 0/1 callers who want smaller plans.
 ``reorder=True`` (or ``CADENCE_MEMPLAN_REORDER=1``) makes every ``CadenceMemoryPlanning``
 the compiler builds reorder (``reorder=True``: better node orders, the best plan kept).
+``share_mutable_buffers=True`` (or ``CADENCE_MEMPLAN_SHARE_MUTABLE_BUFFERS=1``) makes it
+plan a program's methods together, their mutable state placed once; ``strict_sharing=True``
+(or ``CADENCE_MEMPLAN_STRICT_SHARING=1``) makes state that methods use without sharing it an
+error instead of a warning.
 
 ``unpatch_cadence()`` puts upstream's exact objects back wherever ours are. Both are
 idempotent. The patch changes module attributes, so it is process-wide, not per thread.
@@ -44,9 +48,13 @@ from . import (
     ALGORITHM_ENV,
     PATCH_ALGORITHMS,
     REORDER_ENV,
+    SHARE_ENV,
+    STRICT_SHARING_ENV,
     reports,
     resolve_patch_algorithm,
     resolve_patch_reorder,
+    resolve_patch_share,
+    resolve_patch_strict_sharing,
 )
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .compiler import import_cadence_compiler
@@ -56,11 +64,14 @@ __all__ = [
     "ALGORITHM_ENV",
     "PATCH_ALGORITHMS",
     "REORDER_ENV",
+    "SHARE_ENV",
+    "STRICT_SHARING_ENV",
     "BestCadenceMemoryPlanning",
     "CadencePatch",
     "patch_cadence",
     "patched_algorithm",
     "patched_reorder",
+    "patched_sharing",
     "unpatch_cadence",
 ]
 
@@ -111,15 +122,33 @@ def _upstream_objects() -> dict[str, Any]:
     }
 
 
-# What each name becomes, per patch algorithm and reorder.
-_OURS: dict[tuple[str, bool], dict[str, Any]] = {
-    (algorithm, reorder): {
-        "CadenceMemoryPlanning": {
-            ("mem_algo", False): CadenceMemoryPlanning,
-            ("best", False): BestCadenceMemoryPlanning,
-            ("mem_algo", True): ReorderingCadenceMemoryPlanning,
-            ("best", True): ReorderingBestCadenceMemoryPlanning,
-        }[algorithm, reorder],
+_REORDERING: dict[tuple[str, bool], type[CadenceMemoryPlanning]] = {
+    ("mem_algo", False): CadenceMemoryPlanning,
+    ("best", False): BestCadenceMemoryPlanning,
+    ("mem_algo", True): ReorderingCadenceMemoryPlanning,
+    ("best", True): ReorderingBestCadenceMemoryPlanning,
+}
+
+
+def _planning_class(
+    algorithm: str, reorder: bool, share: bool, strict: bool
+) -> type[CadenceMemoryPlanning]:
+    """The class a patch installs: with sharing (or strict sharing) on by default, a
+    subclass that says so."""
+    base = _REORDERING[algorithm, reorder]
+    if not share and not strict:
+        return base
+    name = f"{base.__name__}{'Sharing' if share else ''}{'Strict' if strict else ''}"
+    attributes = {"share_by_default": share, "strict_by_default": strict, "__module__": __name__}
+    return type(name, (base,), attributes)
+
+
+Options = tuple[str, bool, bool, bool]  # algorithm, reorder, share, strict
+_SWITCHES = (False, True)
+# What each name becomes, per patch algorithm, reorder, share and strict.
+_OURS: dict[Options, dict[str, Any]] = {
+    (algorithm, reorder, share, strict): {
+        "CadenceMemoryPlanning": _planning_class(algorithm, reorder, share, strict),
         "PositionBasedGreedyWithHierarchy": (
             PositionBasedGreedyWithHierarchy if algorithm == "mem_algo" else BestOfHierarchy
         ),
@@ -127,12 +156,14 @@ _OURS: dict[tuple[str, bool], dict[str, Any]] = {
         "print_memory_planning_info": reports.print_memory_planning_info,
     }
     for algorithm in PATCH_ALGORITHMS
-    for reorder in (False, True)
+    for reorder in _SWITCHES
+    for share in _SWITCHES
+    for strict in _SWITCHES
 }
 
 # Upstream's objects, read before anything is patched (module import time).
 _UPSTREAM = _upstream_objects()
-_active: tuple[str, bool] | None = None
+_active: Options | None = None
 
 
 def _all_ours() -> dict[str, set[int]]:
@@ -143,7 +174,7 @@ class CadencePatch(PatchHandle):
     """What :func:`patch_cadence` returns; as a context manager, leaving the block puts back
     the state from before the call (unpatched, or patched with another algorithm)."""
 
-    def __init__(self, algorithm: str, reorder: bool, previous: tuple[str, bool] | None) -> None:
+    def __init__(self, algorithm: str, reorder: bool, previous: Options | None) -> None:
         super().__init__(
             unpatch_cadence if previous is None else functools.partial(patch_cadence, *previous)
         )
@@ -154,7 +185,12 @@ class CadencePatch(PatchHandle):
         return f"CadencePatch(algorithm={self.algorithm!r}, reorder={self.reorder!r})"
 
 
-def patch_cadence(algorithm: str | None = None, reorder: bool | None = None) -> CadencePatch:
+def patch_cadence(
+    algorithm: str | None = None,
+    reorder: bool | None = None,
+    share_mutable_buffers: bool | None = None,
+    strict_sharing: bool | None = None,
+) -> CadencePatch:
     """Make every memory planner executorch's Cadence compiler builds ours.
 
     ``algorithm``: ``"mem_algo"`` keeps each caller's ``mem_algo`` (0 position, 1
@@ -162,8 +198,13 @@ def patch_cadence(algorithm: str | None = None, reorder: bool | None = None) -> 
     with ``best``. ``None`` reads ``CADENCE_MEMPLAN_ALGO`` (unset or empty: ``"mem_algo"``).
     ``reorder``: every ``CadenceMemoryPlanning`` the compiler builds also plans better
     node orders and keeps the best plan (``reorder=True`` on the class); ``None`` reads
-    ``CADENCE_MEMPLAN_REORDER`` (1 or 0; unset or empty: off). Anything else raises
-    ``ValueError`` and changes nothing.
+    ``CADENCE_MEMPLAN_REORDER`` (1 or 0; unset or empty: off).
+    ``share_mutable_buffers``: every ``CadenceMemoryPlanning`` plans a program's methods
+    together, their mutable state placed once (``None``:
+    ``CADENCE_MEMPLAN_SHARE_MUTABLE_BUFFERS``); ``strict_sharing``: state methods use
+    without sharing it is an error, not a warning (``None``:
+    ``CADENCE_MEMPLAN_STRICT_SHARING``). Anything else raises ``ValueError`` and changes
+    nothing.
 
     Imports Cadence's compiler (on Python 3.11 through
     :func:`~cadence_memplan.cadence.compiler.import_cadence_compiler`, which supplies
@@ -173,11 +214,13 @@ def patch_cadence(algorithm: str | None = None, reorder: bool | None = None) -> 
     global _active
     algorithm = resolve_patch_algorithm(algorithm)
     reorder = resolve_patch_reorder(reorder)
+    share = resolve_patch_share(share_mutable_buffers)
+    strict = resolve_patch_strict_sharing(strict_sharing)
     import_cadence_compiler()
     previous = _active
     current = {name: {id(upstream)} | _all_ours()[name] for name, upstream in _UPSTREAM.items()}
-    point_names_at(_PACKAGE, _OURS[algorithm, reorder], current)
-    _active = (algorithm, reorder)
+    point_names_at(_PACKAGE, _OURS[algorithm, reorder, share, strict], current)
+    _active = (algorithm, reorder, share, strict)
     return CadencePatch(algorithm, reorder, previous)
 
 
@@ -197,3 +240,9 @@ def patched_algorithm() -> str | None:
 def patched_reorder() -> bool | None:
     """Whether the patch in force reorders, or None when not patched."""
     return None if _active is None else _active[1]
+
+
+def patched_sharing() -> tuple[bool, bool] | None:
+    """The patch in force's ``(share_mutable_buffers, strict_sharing)``, or None when not
+    patched."""
+    return None if _active is None else (_active[2], _active[3])

@@ -73,6 +73,7 @@ from .._boundary.control_flow import (
     higher_order_nodes,
     reserving,
 )
+from .._boundary.mutable_state import alias_to_buffers, unread_mutation_outputs
 from .._boundary.upstream import (
     ViewSpec,
     alias_inplace_result_specs,
@@ -345,9 +346,19 @@ def plan_graph(
     graph_signature: Any,
     alloc_graph_input: bool,
     alloc_graph_output: bool,
+    outside: list[tuple[int, int, int]] | None = None,
+    unplanned: frozenset[int] = frozenset(),
+    drop_unread: bool = False,
 ) -> None:
     """Upstream's ``CadenceMemoryPlanning.run`` with ``algo`` (see the module's
-    docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`)."""
+    docstring), control flow's submodules planned at their call sites (:func:`_plan_scope`).
+    ``outside``: ``(mem_id, low, high)`` bytes held for the whole graph (a program's shared
+    state, ``shared_state.py``); ``unplanned``: the ids of specs placed already (that
+    state's), left out of the graph's planning. ``drop_unread``: the tensors exir plans
+    for mutated buffers' new values, which nothing reads, are left out too, and the
+    output node holds the buffers' specs in their place (``_boundary/mutable_state.py``)."""
+    unread = unread_mutation_outputs(graph_module, graph_signature) if drop_unread else []
+    unplanned = unplanned | {id(spec) for spec, _ in unread}
     # Upstream's run() builds exactly this pass; its alignment and its alloc-node specs.
     planning = MemoryPlanningPass(
         algo,
@@ -358,8 +369,10 @@ def plan_graph(
     upstream.set_alloc_node_spec(planning, graph_module)
     _plan_scope(
         algo, planning.alignment, graph_module, graph_signature,
-        alloc_graph_input, alloc_graph_output, outside=[],
+        alloc_graph_input, alloc_graph_output, outside=list(outside or []),
+        unplanned=unplanned,
     )  # fmt: skip
+    alias_to_buffers(graph_module, unread)
 
     verifier = Verifier(graph_module, alloc_graph_input, alloc_graph_output, True, graph_signature)
     if logging.getLogger().isEnabledFor(logging.DEBUG):
@@ -396,6 +409,7 @@ def _plan_scope(
     alloc_graph_input: bool,
     alloc_graph_output: bool,
     outside: list[tuple[int, int, int]],
+    unplanned: frozenset[int] = frozenset(),
 ) -> list[int]:
     """exir's ``apply_algo`` for one memory pool (base memory id 1, so exir's remap of the
     placer's mem ids leaves them as they are); returns the graph's buffer sizes. A graph
@@ -415,6 +429,8 @@ def _plan_scope(
             ignore_mutable_buffers=False,
         )
     )
+    if unplanned:
+        specs = [spec for spec in specs if id(spec) not in unplanned]
     hops = higher_order_nodes(graph_module)
     extra_padding = 64 if contains_xnnpack_delegate(graph_module) else 0
     if not hops and not outside:  # all Cadence lowers: nothing to plan around
@@ -448,7 +464,8 @@ def _plan_around_submodules(
     placer put them (``ArenaPlacer`` moves one only where the placer could not avoid
     those bytes, as for pinned offsets, or fails); then the graph's own tensors placed
     around what the submodules and the enclosing graphs hold, while they hold it."""
-    config = algo.memory_config
+    # A reordering (scheduling.Reordering) wraps the placer: its config is the placer's.
+    config = getattr(algo, "memory_config", None) or algo.algo.memory_config
     placer = ArenaPlacer(
         graph_module,
         lambda mem_id: int(config.memory_alignments[mem_id - 1]),

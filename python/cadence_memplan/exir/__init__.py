@@ -17,7 +17,7 @@ upstream's private names come from ``_boundary/upstream.py``; nothing here impor
 ``cadence/``.
 """
 
-from .passes import memory_planning_pass
+from .passes import WithoutUnreadOutputs, memory_planning_pass
 from .patching import patch_exir, unpatch_exir
 from .planners import BankedGreedy, greedy
 from .search import best
@@ -27,6 +27,7 @@ from .verifier import verify_storage_reuse
 __all__ = [
     "BankedGreedy",
     "MemoryPlanningAlgorithmSuite",
+    "WithoutUnreadOutputs",
     "best",
     "greedy",
     "memory_planning_pass",

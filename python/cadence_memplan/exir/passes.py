@@ -12,6 +12,7 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -21,6 +22,14 @@ from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
 from executorch.exir.tensor import ALIGNMENT
 
 from .._boundary.algorithm_protocols import MemoryPlanningAlgorithm, SuiteAlgorithm
+from .._boundary.mutable_state import (
+    MethodBuffers,
+    alias_to_buffers,
+    check_unshared,
+    method_buffers,
+    unread_mutation_outputs,
+)
+from .._boundary.tensorspecs import allocated_sizes
 from .._types import Occupancy
 from ..scheduling import Reorder, Reordering
 from .planners import greedy
@@ -28,10 +37,68 @@ from .search import best
 from .suite import MemoryPlanningAlgorithmSuite
 from .verifier import verify_storage_reuse as fast_verify_storage_reuse
 
-__all__ = ["memory_planning_pass"]
+__all__ = ["WithoutUnreadOutputs", "memory_planning_pass"]
 
 
-class _VerifyingMemoryPlanningPass(MemoryPlanningPass):
+class WithoutUnreadOutputs(MemoryPlanningAlgorithmSuite):
+    """Our suite (:class:`cadence_memplan.exir.MemoryPlanningAlgorithmSuite`) without the
+    tensors exir plans for mutated buffers' new values, which nothing reads (the
+    write-back into the buffer is what the emitter and the runtime use): once planned,
+    the output node holds the buffer's spec in place of each, so no byte is spent on it
+    and exir's checks of the graph's outputs still hold. What ``smallest=True`` plans
+    with; ``dropped`` is the bytes the last call left out."""
+
+    def __init__(self, algo_list: Sequence[Callable[..., Any]] | None = None) -> None:
+        super().__init__(algo_list)
+        self.dropped = 0
+        # Every spec left out so far, by id (held, so no id is reused): a reordering
+        # plans the graph again, from its own list of specs, after the first call has
+        # aliased them.
+        self._left_out: dict[int, Any] = {}
+
+    def __call__(
+        self,
+        alignment: int,
+        specs: Any,
+        graph_module: torch.fx.GraphModule,
+        graph_signature: Any,
+        extra_padding: int = 0,
+    ) -> list[int]:
+        pairs = unread_mutation_outputs(graph_module, graph_signature)
+        self._left_out.update((id(spec), spec) for spec, _ in pairs)
+        if self._left_out:
+            kept = [spec for spec in specs if id(spec) not in self._left_out]
+            specs = set(kept) if isinstance(specs, set) else kept
+        bufsizes = super().__call__(alignment, specs, graph_module, graph_signature, extra_padding)
+        alias_to_buffers(graph_module, pairs)
+        self.dropped = int(allocated_sizes([spec for spec, _ in pairs]).sum()) if pairs else 0
+        return bufsizes
+
+
+class _StatefulMemoryPlanningPass(MemoryPlanningPass):
+    """exir's pass that, over a program's methods, says which mutated buffers they do not
+    share (``run_multimethod``: ``UnsharedStateWarning``, or ``UnsharedStateError`` with
+    ``strict_sharing``)."""
+
+    strict_sharing = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._methods: list[MethodBuffers] = []
+
+    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
+        result: PassResult = super().run(graph_module, graph_signature)
+        self._methods.append(method_buffers(graph_module, graph_signature))
+        return result
+
+    def run_multimethod(self) -> None:
+        methods, self._methods = self._methods, []
+        super().run_multimethod()
+        if not self.share_mutable_buffers:
+            check_unshared(methods, self.strict_sharing, "memory_planning_pass")
+
+
+class _VerifyingMemoryPlanningPass(_StatefulMemoryPlanningPass):
     """exir's pass, then the storage-reuse check exir runs for ``greedy``, in C++."""
 
     def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
@@ -47,7 +114,7 @@ class _VerifyingMemoryPlanningPass(MemoryPlanningPass):
         return result
 
 
-class _ReorderingMemoryPlanningPass(MemoryPlanningPass):
+class _ReorderingMemoryPlanningPass(_StatefulMemoryPlanningPass):
     """exir's pass whose algorithm, on the graph it runs on, also plans better orders
     (:class:`~cadence_memplan.scheduling.Reordering`); ``last_reorder`` says what it did."""
 
@@ -80,6 +147,8 @@ def memory_planning_pass(
     occupancy: Occupancy = "auto",
     smallest: bool = False,
     reorder: bool = False,
+    share_mutable_buffers: bool = False,
+    strict_sharing: bool = False,
     **kwargs: Any,
 ) -> MemoryPlanningPass:
     """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
@@ -102,6 +171,18 @@ def memory_planning_pass(
     ``verify_storage_reuse=True`` checks the plan afterwards as exir does for its own
     ``greedy`` (same errors), with the C++ check, and across control flow's submodules.
 
+    ``share_mutable_buffers=True`` is exir's: a program's mutable buffers (a KV cache,
+    a stream's state) placed once, in memory id 2, at the same offset in every method
+    (its ``run_multimethod``, which ``to_executorch`` calls); each method's own tensors
+    in memory id 1, planned by ours; with the default options, exir's ``.pte`` byte for
+    byte. Without it, methods that use a buffer one of them mutates get an
+    ``UnsharedStateWarning`` naming it (``strict_sharing=True``: an
+    ``UnsharedStateError``), as each plans its own copy of the state.
+
+    ``smallest=True`` also leaves out the tensor exir plans for each mutated buffer's new
+    value, which nothing reads (the write-back into the buffer is what runs): it gets the
+    buffer's placement (:class:`WithoutUnreadOutputs`). The default mode keeps exir's bytes.
+
     Programs with control flow get each submodule's arena placed at its call site
     (:class:`cadence_memplan.exir.MemoryPlanningAlgorithmSuite`), and compute the right
     values where exir's plan lets a later submodule overwrite a live output."""
@@ -118,14 +199,19 @@ def memory_planning_pass(
             occupancy=occupancy,
         )
     algorithms = [algorithm, best] if smallest else [algorithm]
+    suite_type = WithoutUnreadOutputs if smallest else MemoryPlanningAlgorithmSuite
+    suite = suite_type(algo_list=algorithms)
     pass_type = {
-        (False, False): MemoryPlanningPass,
+        (False, False): _StatefulMemoryPlanningPass,
         (True, False): _VerifyingMemoryPlanningPass,
         (False, True): _ReorderingMemoryPlanningPass,
         (True, True): _VerifyingReorderingMemoryPlanningPass,
     }[verify_storage_reuse, reorder]
-    return pass_type(
-        memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=algorithms),
+    planning = pass_type(
+        memory_planning_algo=suite,
         alignment=alignment,
+        share_mutable_buffers=share_mutable_buffers,
         **kwargs,
     )
+    planning.strict_sharing = bool(strict_sharing)
+    return planning
