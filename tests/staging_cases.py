@@ -31,6 +31,8 @@ def problems(draw: st.DrawFn, max_ops: int = 5, max_tensors: int = 5) -> Staging
         producers.append(producer)
         if producer >= 0:
             writes[producer].append(tensor)
+        elif draw(st.booleans()):  # changed in place, as a mutable buffer's write-back
+            writes[draw(st.integers(0, ops - 1))].append(tensor)
         for op in range(producer + 1, ops):
             if draw(st.booleans()):
                 reads[op].append(tensor)
@@ -55,22 +57,27 @@ def staged(draw: st.DrawFn) -> tuple[StagingProblem, frozenset[int], list[Copy]]
     for tensor in range(problem.num_tensors):
         if tensor in static or not draw(st.booleans()):
             continue
-        producer = problem.producers[tensor]
-        readers = problem.readers[tensor]
+        producer, readers = problem.producers[tensor], problem.readers[tensor]
+        writers = problem.writers[tensor]
         if draw(st.booleans()) and readers:  # a load before some read
             read = draw(st.sampled_from(readers))
-            start = draw(st.integers(producer + 1, read))
-            end = draw(st.integers(start, read))
-            first = min(op for op in readers if op >= start)
-            end = min(end, first)
-            until = draw(st.integers(read, ops - 1))
-            schedule.append(Copy(tensor, "load", start, end, until))
-        elif producer >= 0 and producer + 1 <= ops:
-            start = draw(st.integers(producer + 1, ops))
-            until = draw(st.integers(producer, ops - 1))
-            later = [op for op in readers if op > until]
-            end = draw(st.integers(start, max(start, min(later, default=ops))))
-            if later and end > later[0]:
+            if read in writers:
                 continue
+            low = max([producer + 1] + [w + 1 for w in writers if w < read])
+            high = min([ops - 1] + [w - 1 for w in writers if w > read])
+            start = draw(st.integers(low, read))
+            first = min(op for op in readers if op >= start)
+            end = draw(st.integers(start, first))
+            until = draw(st.integers(read, high))
+            schedule.append(Copy(tensor, "load", start, end, until))
+        elif writers:  # a store of one of its writes
+            written = draw(st.sampled_from(writers))
+            following = min([w for w in writers if w > written], default=ops)
+            start = draw(st.integers(written + 1, following))
+            until = draw(st.integers(written, min(following, ops) - 1))
+            bound = min([op for op in readers if op > until] + [following])
+            if bound < start:  # a read from slow memory before the store could be done
+                continue
+            end = draw(st.integers(start, bound))
             schedule.append(Copy(tensor, "store", start, end, until))
     return problem, static, draw(st.permutations(schedule))

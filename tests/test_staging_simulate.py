@@ -30,8 +30,9 @@ def brute_force(
         for copy in schedule:
             if copy.tensor != tensor:
                 continue
-            producer = problem.producers[tensor]
-            if copy.kind == "store" and (op == producer if write else producer < op <= copy.until):
+            # The write a store copies out: the last before it is issued.
+            made = max((w for w in range(copy.start) if tensor in problem.writes[w]), default=-1)
+            if copy.kind == "store" and (op == made if write else made < op <= copy.until):
                 return True
             if copy.kind == "load" and not write and copy.start <= op <= copy.until:
                 return True
@@ -55,7 +56,10 @@ def brute_force(
             first, last = problem.lifetimes[tensor]
             size += problem.sizes[tensor] if first <= op <= last else 0
         for copy in schedule:
-            low = copy.start if copy.kind == "load" else problem.producers[copy.tensor]
+            made = max(
+                (w for w in range(copy.start) if copy.tensor in problem.writes[w]), default=-1
+            )
+            low = copy.start if copy.kind == "load" else made
             high = copy.until if copy.kind == "load" else max(copy.until, copy.end - 1)
             size += problem.sizes[copy.tensor] if low <= op <= high else 0
         held.append(size)

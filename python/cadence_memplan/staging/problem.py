@@ -27,9 +27,10 @@ class Copy:
 
     - ``load``: ``tensor`` lives in slow memory; its fast copy holds space over ops
       ``[start, until]`` and serves every read of the tensor at those ops.
-    - ``store``: ``tensor``'s producer writes it into fast memory, which serves its reads
-      up to op ``until``; the store writes it back to its slow home, and its space is
-      held until then (ops ``[producer, max(until, end - 1)]``).
+    - ``store``: the last op that writes ``tensor`` before ``start`` (its producer, or an
+      op that changes it in place) writes it into fast memory, which serves its reads up
+      to op ``until``; the store writes it back to its slow home, and its space is held
+      until then (ops ``[that write, max(until, end - 1)]``).
     """
 
     tensor: int

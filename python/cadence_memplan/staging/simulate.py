@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .cost_model import CostModel
 from .problem import Copy, StagingProblem
 
-__all__ = ["RULES", "IllegalSchedule", "Simulation", "fast_windows", "simulate"]
+__all__ = ["RULES", "IllegalSchedule", "Simulation", "fast_windows", "simulate", "store_write"]
 
 RULES = frozenset(
     {
@@ -85,18 +85,26 @@ def _check_shape(problem: StagingProblem, static_fast: Collection[int], copy: Co
         if any(copy.start <= op <= copy.until for op in problem.writers[copy.tensor]):
             raise IllegalSchedule(f"{copy}: the tensor is written while its fast copy serves")
     elif copy.kind == "store":
-        if producer < 0 or copy.start <= producer:
-            raise IllegalSchedule(f"{copy}: needs a producer that runs before the store")
-        if not producer <= copy.until < ops:
-            raise IllegalSchedule(f"{copy}: needs producer <= until < {ops}")
-        if problem.writers[copy.tensor] != (producer,):
-            raise IllegalSchedule(f"{copy}: a stored tensor is written by its producer only")
+        written = store_write(problem, copy)
+        if written < 0:
+            raise IllegalSchedule(f"{copy}: no op writes the tensor before the store")
+        if not written <= copy.until < ops:
+            raise IllegalSchedule(f"{copy}: needs op {written} (its write) <= until < {ops}")
+        last = max(copy.until, copy.end - 1)
+        if any(written < op <= last for op in problem.writers[copy.tensor]):
+            raise IllegalSchedule(f"{copy}: the tensor is written again before its store is done")
     else:
         raise IllegalSchedule(f"{copy}: kind must be 'load' or 'store'")
 
 
+def store_write(problem: StagingProblem, copy: Copy) -> int:
+    """The op whose write a store copies out: the last that writes its tensor before the
+    store is issued (its producer, or an op that changes it in place); -1 if none."""
+    return max((op for op in problem.writers[copy.tensor] if op < copy.start), default=-1)
+
+
 def _served_reads(problem: StagingProblem, copy: Copy) -> list[int]:
-    low = copy.start if copy.kind == "load" else problem.producers[copy.tensor] + 1
+    low = copy.start if copy.kind == "load" else store_write(problem, copy) + 1
     return [op for op in problem.readers[copy.tensor] if low <= op <= copy.until]
 
 
@@ -108,11 +116,11 @@ def fast_windows(
     if copy.kind == "load":
         first = copy.start if "space_from_copy_start" in rules else min(copy.end, copy.until)
         return (first, copy.until), (copy.start, copy.until)
-    producer = problem.producers[copy.tensor]
+    written = store_write(problem, copy)
     last = copy.until
     if "write_back_before_reuse" in rules:
         last = max(last, min(copy.end, problem.num_ops) - 1)
-    return (producer, last), (producer, copy.until)
+    return (written, last), (written + 1, copy.until)
 
 
 def _check_rules(problem: StagingProblem, schedule: Sequence[Copy], rules: Collection[str]) -> None:
@@ -179,11 +187,11 @@ def _access_bytes(
 ) -> tuple[list[int], list[int]]:
     """Per op, the bytes its accesses move from fast and from slow memory."""
     served: dict[int, list[tuple[int, int]]] = {}
-    stored = set()
+    made_fast = set()
     for copy in schedule:
         served.setdefault(copy.tensor, []).append(fast_windows(problem, copy, rules)[1])
         if copy.kind == "store":
-            stored.add(copy.tensor)
+            made_fast.add((copy.tensor, store_write(problem, copy)))
     fast, slow = [], []
     for op in range(problem.num_ops):
         fast_bytes = slow_bytes = 0
@@ -194,8 +202,7 @@ def _access_bytes(
             else:
                 slow_bytes += problem.sizes[tensor]
         for tensor in problem.writes[op]:
-            made_fast = tensor in stored and problem.producers[tensor] == op
-            if tensor in static_fast or made_fast:
+            if tensor in static_fast or (tensor, op) in made_fast:
                 fast_bytes += problem.sizes[tensor]
             else:
                 slow_bytes += problem.sizes[tensor]
