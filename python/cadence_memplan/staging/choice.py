@@ -34,6 +34,7 @@ from .simulate import IllegalSchedule, Simulation, simulate
 __all__ = ["DEFAULT_STAGING_WORK", "GROUP", "Candidate", "StagingChoice", "choose_staging"]
 
 GROUP = 3  # the most reads one load serves
+_ALTERNATIVES = 2  # other timings tried for a copy that does not fit
 DEFAULT_STAGING_WORK = 4_000_000  # units: ops simulated
 
 
@@ -153,6 +154,25 @@ class _State:
     reasons: tuple[str, ...]
 
 
+def _copies_for(
+    problem: StagingProblem, model: CostModel, state: _State, candidate: Candidate
+) -> list[Copy]:
+    """The copies that may make ``candidate`` on the state's timeline, best timed first:
+    then, if that one does not fit, ones that hold less space and may stall (a store
+    waited for sooner, a load issued later); none when it would clash with the tensor's
+    copies already chosen."""
+    copy = _copy_for(problem, model, state, candidate)
+    if copy is None:
+        return []
+    if copy.kind == "store":
+        ends = range(copy.end - 1, max(copy.until + 1, copy.start) - 1, -1)
+        others = [Copy(copy.tensor, "store", copy.start, end, copy.until) for end in ends]
+    else:
+        starts = range(copy.start + 1, copy.end + 1)
+        others = [Copy(copy.tensor, "load", start, copy.end, copy.until) for start in starts]
+    return [copy, *others[:_ALTERNATIVES]]
+
+
 def _copy_for(
     problem: StagingProblem, model: CostModel, state: _State, candidate: Candidate
 ) -> Copy | None:
@@ -200,16 +220,32 @@ def _try(
     """The state with ``candidate`` added, if legal and fewer cycles; None otherwise."""
     if candidate.tensor in state.stays:
         return None
-    stays, schedule = state.stays, state.schedule
     if candidate.kind == "stay":
-        if any(copy.tensor == candidate.tensor for copy in schedule):
+        if any(copy.tensor == candidate.tensor for copy in state.schedule):
             return None
-        stays = stays | {candidate.tensor}
-    else:
-        copy = _copy_for(problem, model, state, candidate)
-        if copy is None:
-            return None
-        schedule = (*schedule, copy)
+        return _better(
+            problem, model, static, capacity, state, state.stays | {candidate.tensor}, (), budget
+        )
+    for copy in _copies_for(problem, model, state, candidate):
+        found = _better(problem, model, static, capacity, state, state.stays, (copy,), budget)
+        if found is not None:
+            why = f"{candidate.kind} {problem.name(candidate.tensor)} for ops {candidate.first}-{candidate.last}"
+            return _State(found.stays, found.schedule, found.simulation, (*state.reasons, why))
+    return None
+
+
+def _better(
+    problem: StagingProblem,
+    model: CostModel,
+    static: frozenset[int],
+    capacity: int,
+    state: _State,
+    stays: frozenset[int],
+    added: tuple[Copy, ...],
+    budget: _Budget,
+) -> _State | None:
+    """The state with ``stays`` and the copies ``added``, if legal and fewer cycles."""
+    schedule = (*state.schedule, *added)
     if not budget.charge(problem.num_ops + len(schedule)):
         return None
     try:
@@ -218,9 +254,7 @@ def _try(
         return None
     if simulation.cycles >= state.simulation.cycles:
         return None
-    why = f"{candidate.kind} {problem.name(candidate.tensor)} for ops {candidate.first}-{candidate.last}"
-    reasons = state.reasons if candidate.kind == "stay" else (*state.reasons, why)
-    return _State(stays, schedule, simulation, reasons)
+    return _State(stays, schedule, simulation, state.reasons)
 
 
 def _greedy(
@@ -295,19 +329,23 @@ def choose_staging(
     static_fast: frozenset[int],
     capacity: int,
     work_budget: int = DEFAULT_STAGING_WORK,
+    other_starts: Sequence[frozenset[int]] = (),
 ) -> StagingChoice:
     """The copies that cut the modelled cycles of the static plan ``static_fast`` most, as
     found within ``work_budget`` units; none when nothing helps (docs/staging.md).
 
-    Two starts: the static plan, and nothing kept (every tensor's stay then competes with
-    its copies); on each, the candidates in two orders (:func:`_search`)."""
+    The search starts from the static plan, from each of ``other_starts`` (other sets of
+    tensors kept whole, e.g. a static plan for a smaller memory, which leaves room for
+    copies) and from nothing kept (every tensor's stay then competes with its copies);
+    on each, the candidates in two orders (:func:`_search`)."""
     if work_budget < 0:
         raise ValueError(f"work_budget must be >= 0, not {work_budget}")
     base = simulate(problem, model, static_fast)
     best = _State(frozenset(), (), base, ())
     best_kept = static_fast
     budget = _Budget(work_budget)
-    searches = [(kept, order) for kept in (static_fast, frozenset[int]()) for order in range(2)]
+    starts = [static_fast, *other_starts, frozenset[int]()]
+    searches = [(kept, order) for kept in starts for order in range(2)]
     for index, (kept, order) in enumerate(searches):
         start = _State(frozenset(), (), simulate(problem, model, kept), ())
         candidates = _candidates(problem, model, start.simulation, kept)

@@ -43,7 +43,7 @@ class CostModel:
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"cost model: {field.name} must be an integer, not {value!r}")  # noqa: TRY004
-            if value < 0 or (value == 0 and field.name.endswith("_per_cycle")):
+            if value < 0 or (value == 0 and field.name.endswith("per_cycle")):
                 raise ValueError(f"cost model: {field.name} must be positive, not {value}")
 
     def op_cycles(self, flops: int, fast_bytes: int, slow_bytes: int) -> int:

@@ -25,11 +25,11 @@ from .problem import StagingProblem
 
 __all__ = ["GraphProblem", "op_flops", "problem_of"]
 
-_ALIASES = ("view_copy", "_unsafe_view", "alias_copy", "aten.view.")
+_ALIASES = ("view_copy", "unsafe_view", "alias_copy", "aten.view.")
 _MOVES = (
     "clone", "copy", "permute", "transpose", "expand", "cat", "slice", "select", "squeeze",
     "unsqueeze", "embedding", "index", "full", "zeros", "ones", "arange", "alias", "split",
-    "unbind", "repeat", "pad", "stack", "t_copy", "idma", "scalar_tensor", "_to_dim_order",
+    "unbind", "repeat", "pad", "stack", "t_copy", "idma", "scalar_tensor", "to_dim_order",
 )  # fmt: skip
 _NORMALIZATIONS = ("softmax", "norm")
 _TRANSCENDENTAL = (
@@ -71,7 +71,7 @@ def op_flops(node: torch.fx.Node, model: CostModel) -> int:
         if isinstance(arg, torch.fx.Node) and isinstance(arg.meta.get("val"), torch.Tensor)
     ]
     if "conv" in name and len(shapes) >= 2:
-        return 2 * outputs * math.prod(shapes[1][1:])
+        return 2 * outputs * int(math.prod(shapes[1][1:]))
     if ("linear" in name or "addmm" in name) and len(shapes) >= 2:
         inner = shapes[1][0] if "addmm" in name else shapes[1][-1]
         return 2 * outputs * int(inner)
@@ -86,8 +86,8 @@ def op_flops(node: torch.fx.Node, model: CostModel) -> int:
     return model.elementwise_flops * outputs
 
 
-def _size(node: torch.fx.Node) -> int:
-    return sum(value.numel() * value.element_size() for value in _tensors_of(node.meta.get("val")))
+def _sizes(node: torch.fx.Node) -> list[int]:
+    return [value.numel() * value.element_size() for value in _tensors_of(node.meta.get("val"))]
 
 
 class _Builder:
@@ -95,14 +95,33 @@ class _Builder:
         self.sizes: list[int] = []
         self.producers: list[int] = []
         self.nodes: list[torch.fx.Node] = []
+        self.names: list[str] = []
         self.of: dict[torch.fx.Node, int] = {}
+        self.parts: dict[torch.fx.Node, list[int]] = {}  # a tuple's tensors, for getitem
 
-    def add(self, node: torch.fx.Node, producer: int) -> int:
-        self.of[node] = len(self.sizes)
-        self.sizes.append(_size(node))
-        self.producers.append(producer)
-        self.nodes.append(node)
-        return self.of[node]
+    def add(self, node: torch.fx.Node, producer: int) -> tuple[int, ...]:
+        """The tensors ``node`` makes: one, or one per element of a tuple it returns."""
+        sizes = _sizes(node)
+        made = []
+        for index, size in enumerate(sizes):
+            made.append(len(self.sizes))
+            self.sizes.append(size)
+            self.producers.append(producer)
+            self.nodes.append(node)
+            self.names.append(node.name if len(sizes) == 1 else f"{node.name}[{index}]")
+        if isinstance(node.meta.get("val"), (list, tuple)):
+            self.parts[node] = made
+        elif made:
+            self.of[node] = made[0]
+        return tuple(made)
+
+    def alias(self, node: torch.fx.Node, source: torch.fx.Node) -> None:
+        if node.target is operator.getitem and source in self.parts:
+            index = node.args[1]
+            if isinstance(index, int) and index < len(self.parts[source]):
+                self.of[node] = self.parts[source][index]
+        elif source in self.of:
+            self.of[node] = self.of[source]
 
     def read(self, arguments: Any) -> tuple[int, ...]:
         found: list[int] = []
@@ -142,13 +161,12 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
             name = op_name(node.target)
             source = _flat(node.args[:1])
             if (node.target is operator.getitem or any(a in name for a in _ALIASES)) and source:
-                if source[0] in builder.of:
-                    builder.of[node] = builder.of[source[0]]
+                builder.alias(node, source[0])
                 continue
             made = builder.add(node, len(flops))
             flops.append(op_flops(node, model))
             reads.append(builder.read((node.args, node.kwargs)))
-            writes.append((made,))
+            writes.append(made)
             ops.append(node)
     buffers = {node.name: node for node in graph.nodes if node.op == "placeholder"}
     by_buffer = {buffer: name for name, buffer in signature.inputs_to_buffers.items()}
@@ -176,6 +194,6 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
         reads=tuple(reads),
         writes=tuple(writes),
         outlives=tuple(t in outliving for t in range(len(builder.sizes))),
-        names=tuple(node.name for node in builder.nodes),
+        names=tuple(builder.names),
     )
     return GraphProblem(problem, tuple(ops), tuple(builder.nodes))

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from .. import api
-from .._types import PlanningError
 from .choice import DEFAULT_STAGING_WORK, StagingChoice, choose_staging
 from .cost_model import CostModel
 from .problem import Copy, StagingProblem
@@ -32,11 +31,12 @@ __all__ = [
     "packs_in_fast",
     "peak_live",
     "stage_problem",
-    "static_fast_set",
     "staging_json",
+    "static_fast_set",
 ]
 
 _SLOW = 1 << 40  # slow memory: never full
+PACKING_WORK = 60_000  # best's work on each check that the fast copies pack
 
 
 def peak_live(problem: StagingProblem) -> int:
@@ -51,7 +51,7 @@ def peak_live(problem: StagingProblem) -> int:
 def static_fast_set(problem: StagingProblem, capacity: int, alignment: int = 16) -> frozenset[int]:
     """The tensors ``best`` keeps in a fast memory of ``capacity`` bytes, weighted by the
     bytes their accesses move."""
-    if problem.num_tensors == 0:
+    if problem.num_tensors == 0 or capacity <= 0:
         return frozenset()
     spans = np.array(problem.lifetimes, dtype=np.int64).reshape(-1, 2)
     result = api.plan(
@@ -81,16 +81,22 @@ def packs_in_fast(
     for copy in schedule:
         spans.append(fast_windows(problem, copy)[0])
         sizes.append(problem.sizes[copy.tensor])
-    if not spans:
-        return True
+    if capacity <= 0 or not spans:
+        return not any(sizes)
     array = np.array(spans, dtype=np.int64)
-    try:
-        api.plan(
-            array[:, 0], array[:, 1], sizes, [capacity], [alignment], algorithm="best", threads=1
-        )
-    except PlanningError:
-        return False
-    return True
+    # Two memories, the second unbounded: best keeps all in the first when it can, and
+    # says so quickly (one memory that cannot hold them all costs it far more to refuse).
+    result = api.plan(
+        array[:, 0],
+        array[:, 1],
+        sizes,
+        [capacity, _SLOW],
+        [alignment, alignment],
+        algorithm="best",
+        threads=1,
+        work_budget=PACKING_WORK,
+    )
+    return bool((result.mem_ids == 1).all())
 
 
 def free_dma_ceiling(problem: StagingProblem, model: CostModel, capacity: int) -> Simulation:
@@ -202,23 +208,19 @@ def stage_problem(
     """The static plan at ``capacity`` bytes of fast memory, the staging chosen on it, and
     the figures; the staged plan is the static one when nothing packs or helps."""
     static = static_fast_set(problem, capacity, alignment)
-    choice = choose_staging(problem, model, static, capacity, work_budget)
-    dropped = 0
-    schedule = list(choice.schedule)
-    reasons = list(choice.reasons)
-    while not packs_in_fast(problem, choice.kept, schedule, capacity, alignment):
-        if not schedule:  # the stays alone do not pack: the static plan
-            choice = _static_choice(choice)
-            break
-        schedule.pop()
-        reasons.pop()
-        dropped += 1
-    if dropped and schedule:
+    smaller = static_fast_set(problem, capacity // 2, alignment)
+    choice = choose_staging(problem, model, static, capacity, work_budget, [smaller])
+    count = _packed_prefix(problem, choice, capacity, alignment)
+    dropped = len(choice.schedule) - count
+    if count < 0:  # what is kept whole does not pack alone: the static plan
+        choice, dropped = _static_choice(choice), len(choice.schedule)
+    elif dropped:
+        schedule = choice.schedule[:count]
         staged = simulate(problem, model, choice.kept, schedule, capacity)
         if staged.cycles > choice.static.cycles:
             choice = _static_choice(choice)
         else:
-            choice = _replace(choice, tuple(schedule), staged, tuple(reasons))
+            choice = _replace(choice, schedule, staged, choice.reasons[:count])
     every = frozenset(range(problem.num_tensors))
     return StagingReport(
         capacity=capacity,
@@ -227,6 +229,24 @@ def stage_problem(
         ceiling=free_dma_ceiling(problem, model, capacity),
         dropped=dropped,
     )
+
+
+def _packed_prefix(
+    problem: StagingProblem, choice: StagingChoice, capacity: int, alignment: int
+) -> int:
+    """How many of the copies, in the order chosen, ``best`` packs with what is kept
+    whole (the longest such prefix, by bisection); -1 if not even none."""
+    schedule = choice.schedule
+    if packs_in_fast(problem, choice.kept, schedule, capacity, alignment):
+        return len(schedule)
+    low, high = -1, len(schedule)  # packs at low (or none does), not at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if packs_in_fast(problem, choice.kept, schedule[:middle], capacity, alignment):
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _static_choice(choice: StagingChoice) -> StagingChoice:

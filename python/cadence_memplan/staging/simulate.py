@@ -225,7 +225,8 @@ def _timeline(
         issued.setdefault(copy.start, []).append(index)
         waited.setdefault(copy.end, []).append(index)
     times: list[tuple[int, int]] = [(0, 0)] * len(schedule)
-    begins, ends = [], []
+    begins: list[int] = []
+    ends: list[int] = []
     engine_free = previous_end = 0
     for op in range(problem.num_ops + 1):
         for index in issued.get(op, []):
