@@ -41,11 +41,14 @@ _TRANSCENDENTAL = (
 @dataclass(frozen=True)
 class GraphProblem:
     """The problem, and which node makes each op and each tensor (``None``: the write-back
-    of a mutable buffer, ``ops``; ``tensors`` the node whose value the tensor is)."""
+    of a mutable buffer, ``ops``; ``tensors`` the node whose value the tensor is), and
+    the graph module read."""
 
     problem: StagingProblem
     ops: tuple[torch.fx.Node | None, ...]
     tensors: tuple[torch.fx.Node, ...]
+    tensor_of: dict[torch.fx.Node, int]  # every value node's tensor, views' included
+    graph_module: torch.fx.GraphModule
 
 
 def _tensors_of(value: Any) -> list[torch.Tensor]:
@@ -196,4 +199,6 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
         outlives=tuple(t in outliving for t in range(len(builder.sizes))),
         names=tuple(builder.names),
     )
-    return GraphProblem(problem, tuple(ops), tuple(builder.nodes))
+    return GraphProblem(
+        problem, tuple(ops), tuple(builder.nodes), dict(builder.of), program.graph_module
+    )

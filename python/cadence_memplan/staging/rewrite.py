@@ -1,0 +1,93 @@
+"""Staging as a rewrite of an edge program: the chosen copies put into its graph, before
+``to_executorch`` plans it (docs/staging.md, "The rewrite").
+
+Each copy becomes one ``clone`` node per graph value it copies (the tensor, or a view of
+it that the ops read), placed where the copy is issued: a **load** just before op
+``start`` (or just after the value, if that comes later), the reads it serves then read
+the clone; a **store** just before op ``start``, the reads after ``until`` then read the
+clone. A clone computes its input exactly, so the program computes bit for bit what it did;
+what changes is which tensors exist when, and so what the static planner can keep in fast
+memory. Copies that the edge graph cannot carry are left out and counted: those of the
+write-backs ``to_executorch`` adds for mutable buffers, and stores of graph outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._boundary.upstream import edge_op
+from .choice import DEFAULT_STAGING_WORK
+from .cost_model import CostModel
+from .graph import GraphProblem, problem_of
+from .problem import Copy
+from .report import StagingReport, stage_problem
+
+__all__ = ["Rewrite", "insert_copies", "stage_program"]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """``inserted`` clone nodes; ``skipped`` copies the edge graph cannot carry."""
+
+    inserted: int
+    skipped: int
+
+
+def _served_ops(graph: GraphProblem, copy: Copy) -> list[int]:
+    readers = graph.problem.readers[copy.tensor]
+    if copy.kind == "load":
+        return [op for op in readers if copy.start <= op <= copy.until]
+    return [op for op in readers if op > copy.until]
+
+
+def _clone_before(node: torch.fx.Node, value: torch.fx.Node) -> torch.fx.Node:
+    """A clone of ``value`` inserted before ``node``, or right after ``value`` when
+    ``value`` comes later in the graph."""
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    anchor = node if order[value] < order[node] else value.next
+    with node.graph.inserting_before(anchor):
+        clone = node.graph.call_function(edge_op("aten", "clone.default"), (value,))
+    clone.meta = {key: item for key, item in value.meta.items() if key in ("val", "tensor_meta")}
+    return clone
+
+
+def insert_copies(graph: GraphProblem, schedule: Sequence[Copy]) -> Rewrite:
+    """Put ``schedule``'s copies into the graph ``graph`` was read from."""
+    inserted = skipped = 0
+    for copy in schedule:
+        served = [graph.ops[op] for op in _served_ops(graph, copy)]
+        issue = graph.ops[copy.start] if copy.start < graph.problem.num_ops else None
+        readers = [node for node in served if node is not None]
+        if issue is None or not served or len(readers) < len(served):
+            skipped += 1
+            continue
+        clones: dict[torch.fx.Node, torch.fx.Node] = {}
+        for node in readers:
+            for value in node.all_input_nodes:
+                if graph.tensor_of.get(value) != copy.tensor:
+                    continue
+                if value not in clones:
+                    clones[value] = _clone_before(issue, value)
+                    inserted += 1
+                node.replace_input_with(value, clones[value])
+    graph.graph_module.recompile()
+    return Rewrite(inserted, skipped)
+
+
+def stage_program(
+    program: Any,
+    model: CostModel,
+    capacity: int,
+    alignment: int = 16,
+    work_budget: int = DEFAULT_STAGING_WORK,
+) -> tuple[StagingReport, Rewrite]:
+    """Stage an ``ExportedProgram`` (an edge program's, before ``to_executorch``) in place
+    for a fast memory of ``capacity`` bytes: the choice of :func:`~.report.stage_problem`,
+    its copies put into the graph."""
+    graph = problem_of(program, model)
+    report = stage_problem(graph.problem, model, capacity, alignment, work_budget)
+    return report, insert_copies(graph, report.choice.schedule)
