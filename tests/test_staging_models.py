@@ -6,6 +6,8 @@ cache carried from call to call, the encoder, an inception net."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +21,12 @@ import torch
 from executorch.exir import to_edge
 
 from cadence_memplan.models import build_model, example_calls
-from cadence_memplan.staging.cost_model import DEFAULT_COST_MODEL
+from cadence_memplan.staging.cost_model import DEFAULT_COST_MODEL, CostModel
 from cadence_memplan.staging.graph import problem_of
+from cadence_memplan.staging.problem import Copy, StagingProblem
 from cadence_memplan.staging.report import peak_live
 from cadence_memplan.staging.rewrite import stage_program
+from cadence_memplan.staging.simulate import simulate
 
 runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
 
@@ -66,3 +70,60 @@ def test_staged_program_runs_bitwise(name: str) -> None:
     assert staged.buffer != plain.buffer
     assert len(calls) == (4 if name == "decoder" else 1)
     assert outputs(staged, calls) == outputs(plain, calls)
+
+
+@pytest.mark.slow  # a Cadence lowering and a plan through the command line: about a minute
+def test_plan_stage_writes_copies_another_tool_can_recompute(tmp_path: Path) -> None:
+    """``plan --stage --stage-out``: the report's lines, and a file from which the figures
+    follow by the simulator alone: the problem, the plan and the copies it lists."""
+    from cli_support import run
+
+    cost = tmp_path / "model.toml"
+    cost.write_text("slow_bytes_per_cycle = 1\n")
+    out = tmp_path / "staging.json"
+    memories = "fast=22KiB:16,slow=1MiB:16"
+    result = run(
+        "plan", "decoder", "--memory", memories, "--algo", "best", "--stage",
+        "--cost-model", cost, "--stage-out", out, "--quiet", timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "staging at fast memory 22,528 bytes:" in result.stdout
+    document = json.loads(out.read_text())
+    model = CostModel(**document["cost_model"])
+    assert model.slow_bytes_per_cycle == 1
+    names = [tensor["name"] for tensor in document["tensors"]]
+    index = {name: number for number, name in enumerate(names)}
+    problem = StagingProblem(
+        flops=tuple(op["flops"] for op in document["ops"]),
+        sizes=tuple(tensor["bytes"] for tensor in document["tensors"]),
+        producers=tuple(tensor["producer"] for tensor in document["tensors"]),
+        reads=tuple(tuple(index[name] for name in op["reads"]) for op in document["ops"]),
+        writes=tuple(tuple(index[name] for name in op["writes"]) for op in document["ops"]),
+        outlives=tuple(tensor["outlives"] for tensor in document["tensors"]),
+    )
+    copies = [
+        Copy(index[c["tensor"]], c["kind"], c["start_op"], c["end_op"], c["until_op"])
+        for c in document["copies"]
+    ]
+    assert copies
+    kept = {index[name] for name in document["kept"]}
+    static = {index[name] for name in document["static_fast"]}
+    capacity = document["fast_memory_bytes"]
+    staged = simulate(problem, model, kept, copies, capacity)
+    assert staged.cycles == document["cycles"]["staged"] < document["cycles"]["static"]
+    assert simulate(problem, model, static).cycles == document["cycles"]["static"]
+    assert [list(times) for times in staged.copy_times] == [
+        [c["begin_cycle"], c["done_cycle"]] for c in document["copies"]
+    ]
+    assert document["dma"] == {"bytes": staged.dma_bytes, "transfers": len(copies)}
+    fast = document["access_bytes"]["staged"]["fast"]
+    assert f"({fast:,} fast," in result.stdout
+
+
+def test_stage_options_refused_without_a_model_or_stage(tmp_path: Path) -> None:
+    from cli_support import SMALL_CSV, error_line, run
+
+    csv = tmp_path / "small.csv"
+    csv.write_text(SMALL_CSV)
+    assert "--stage: for models only" in error_line(run("plan", csv, "--stage"))
+    assert "go with --stage" in error_line(run("plan", csv, "--cost-model", csv))

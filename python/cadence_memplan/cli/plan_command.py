@@ -17,6 +17,7 @@ from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstr
 from ..io.memories import Memory
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
+from ..io.staging import write_staging
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
 from ..planning import Input, InputPlan, check_plan, load_input, plan_input, resolve_input
@@ -84,6 +85,14 @@ def add_parser(commands: Any) -> None:
         " (default: the graph's order)",
     )
     planner.add_argument(
+        "--stage",
+        action="store_true",
+        help="models only: also report what staging through the first memory by DMA would"
+        " do (docs/staging.md); the plan and --pte stay unstaged",
+    )
+    planner.add_argument("--cost-model", metavar="FILE", help="--stage's cost model (.json, .toml)")
+    planner.add_argument("--stage-out", metavar="FILE.json", help="write --stage's copies")
+    planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
     planner.add_argument("--out", metavar="FILE", help="write the plan per tensor (.json, .csv)")
@@ -146,8 +155,9 @@ def run(arguments: argparse.Namespace) -> int:
             (arguments.trace, "--trace", (".json",)),
             *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
             (arguments.pte, "--pte", (".pte",)),
+            (arguments.stage_out, "--stage-out", (".json",)),
         ],
-        inputs=[what.path, arguments.memory_config],
+        inputs=[what.path, arguments.memory_config, arguments.cost_model],
     )
     check_matplotlib(arguments.plot)
     if arguments.input is None and not model_stack_installed():
@@ -158,6 +168,10 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.pte and not what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     budget = budget_from_arguments(arguments)
+    if (arguments.cost_model or arguments.stage_out) and not arguments.stage:
+        raise CliError("--cost-model and --stage-out go with --stage")
+    if arguments.stage and not what.is_model:
+        raise CliError("--stage: for models only (a CSV or synthetic input has no graph)")
     if arguments.reorder and not what.is_model:
         raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if arguments.objective is not None:
@@ -165,11 +179,16 @@ def run(arguments: argparse.Namespace) -> int:
             raise CliError(f"--objective applies to --algo best only, not --algo {arguments.algo}")
         if not what.is_model:
             raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
-    ours, upstream, comparison = _plan(arguments, what, memories, budget, progress)
+    ours, upstream, comparison, staging = _plan(arguments, what, memories, budget, progress)
     same, problem, names = _print(arguments, ours, upstream, comparison, budget)
+    for line in staging[0].lines() if staging else ():
+        print(line)
     written: list[str] = []  # printed once every output is in place
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
+        if staging and arguments.stage_out:
+            write_staging(partial(arguments.stage_out), staging[1])
+            written.append(f"wrote the staging copies to {arguments.stage_out}")
     for line in written:
         print(line)
     progress("done")
@@ -186,9 +205,9 @@ def _plan(
     memories: Sequence[Memory],
     budget: Budget,
     progress: Progress,
-) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
+) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None, Any]:
     """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
-    plans of upstream's placers, and ``--compare``'s plan."""
+    plans of upstream's placers, ``--compare``'s plan, and ``--stage``'s report."""
     algorithm = arguments.algo
     options = {"alloc_inputs": arguments.alloc_inputs, "alloc_outputs": arguments.alloc_outputs}
     # Only a model's libraries chatter; arrays keep stderr (warnings) as it is.
@@ -212,7 +231,14 @@ def _plan(
         comparison = None
         if arguments.compare and algorithm != "best":
             comparison = compare_with_upstream(ours, loaded, progress=progress, **options)
-    return ours, upstream, comparison
+        staging = None
+        if arguments.stage:
+            from ..staging.rewrite import stage_lowered
+
+            progress("staging")
+            first = memories[0]
+            staging = stage_lowered(loaded.edge, first.size, first.alignment, arguments.cost_model)
+    return ours, upstream, comparison, staging
 
 
 def _print(

@@ -272,6 +272,23 @@ def staging_json(
         "version": 1,
         "cost_model": {name: getattr(model, name) for name in model.__dataclass_fields__},
         "fast_memory_bytes": report.capacity,
+        "tensors": [
+            {
+                "name": problem.name(t),
+                "bytes": problem.sizes[t],
+                "producer": problem.producers[t],
+                "outlives": problem.outlives[t],
+            }
+            for t in range(problem.num_tensors)
+        ],
+        "ops": [
+            {
+                "flops": problem.flops[op],
+                "reads": [problem.name(t) for t in problem.reads[op]],
+                "writes": [problem.name(t) for t in problem.writes[op]],
+            }
+            for op in range(problem.num_ops)
+        ],
         "static_fast": [problem.name(t) for t in sorted(report.choice.static_fast)],
         "kept": [problem.name(t) for t in sorted(report.choice.kept)],
         "copies": [

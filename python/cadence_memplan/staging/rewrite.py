@@ -21,12 +21,12 @@ import torch
 
 from .._boundary.upstream import edge_op
 from .choice import DEFAULT_STAGING_WORK
-from .cost_model import CostModel
+from .cost_model import DEFAULT_COST_MODEL, CostModel, load_cost_model
 from .graph import GraphProblem, problem_of
 from .problem import Copy
-from .report import StagingReport, stage_problem
+from .report import StagingReport, stage_problem, staging_json
 
-__all__ = ["Rewrite", "insert_copies", "stage_program"]
+__all__ = ["Rewrite", "insert_copies", "stage_lowered", "stage_program"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,15 @@ def stage_program(
     graph = problem_of(program, model)
     report = stage_problem(graph.problem, model, capacity, alignment, work_budget)
     return report, insert_copies(graph, report.choice.schedule)
+
+
+def stage_lowered(
+    edge: Any, fast_bytes: int, alignment: int, cost_model: str | None
+) -> tuple[StagingReport, dict[str, Any]]:
+    """``plan --stage``: the staging report of a lowered model (an ``EdgeProgramManager``,
+    left unchanged) for a fast memory of ``fast_bytes``, under the cost model in the file
+    ``cost_model`` (None: the default), and the ``--stage-out`` document."""
+    model = DEFAULT_COST_MODEL if cost_model is None else load_cost_model(cost_model)
+    graph = problem_of(edge.exported_program(), model)
+    report = stage_problem(graph.problem, model, fast_bytes, alignment)
+    return report, staging_json(graph.problem, report, model)
