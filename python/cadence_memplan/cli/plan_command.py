@@ -236,8 +236,10 @@ def _plan(
             from ..staging.rewrite import stage_lowered
 
             progress("staging")
-            first = memories[0]
-            staging = stage_lowered(loaded.edge, first.size, first.alignment, arguments.cost_model)
+            memory = memories[0]  # the fast one
+            staging = stage_lowered(
+                loaded.edge, memory.size, memory.alignment, arguments.cost_model
+            )
     return ours, upstream, comparison, staging
 
 

@@ -12,12 +12,12 @@ its modelled cycles fall:
   reads up to some op, and the store writes it back to slow memory for later reads or
   because it outlives the graph; its space is released at the first op after the store
   is expected to be done;
-- a **stay**: a tensor with no later use kept in fast memory, as the static plan would.
+- a **stay**: a tensor kept in fast memory for its whole life, as a static plan would.
 
 The search: greedy passes over the candidates in two orders (most cycles saved per byte
 and op of space held, and most cycles saved), each followed by a pass that re-times the
-chosen copies on the new timeline and another greedy pass over those refused; the better
-result is kept. Work is counted (one unit per op simulated), never timed, so the choice
+chosen copies on the new timeline and another greedy pass over those refused, from
+several starts (sets of tensors kept whole); the best result is kept. Work is counted (one unit per op simulated), never timed, so the choice
 is a function of its arguments only. It never returns a schedule whose modelled cycles
 exceed the static plan's.
 """

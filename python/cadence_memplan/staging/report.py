@@ -205,11 +205,13 @@ def stage_problem(
     alignment: int = 16,
     work_budget: int = DEFAULT_STAGING_WORK,
 ) -> StagingReport:
-    """The static plan at ``capacity`` bytes of fast memory, the staging chosen on it, and
-    the figures; the staged plan is the static one when nothing packs or helps."""
+    """The static plan at ``capacity`` bytes of fast memory, the staging chosen on it (also
+    searched from the static plans of a half, a quarter and an eighth of the memory, which
+    leave room for copies), and the figures; the staged plan is the static one when
+    nothing packs or helps."""
     static = static_fast_set(problem, capacity, alignment)
-    smaller = static_fast_set(problem, capacity // 2, alignment)
-    choice = choose_staging(problem, model, static, capacity, work_budget, [smaller])
+    smaller = [static_fast_set(problem, capacity // part, alignment) for part in (2, 4, 8)]
+    choice = choose_staging(problem, model, static, capacity, work_budget, smaller)
     count = _packed_prefix(problem, choice, capacity, alignment)
     dropped = len(choice.schedule) - count
     if count < 0:  # what is kept whole does not pack alone: the static plan
