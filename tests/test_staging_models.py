@@ -1,7 +1,8 @@
 """Staged programs on the portable runtime: the copies the staging chooses, put into an
 edge program's graph (:func:`cadence_memplan.staging.rewrite.stage_program`), compute
 bit for bit what the unstaged program computes: the decoder over four steps with its KV
-cache carried from call to call, the encoder, an inception net."""
+cache carried from call to call, the encoder, an inception net. On Cadence's lowering,
+the copies are Cadence's idma ops, planned into memory 1; ``plan --stage``'s file."""
 
 from __future__ import annotations
 
@@ -127,3 +128,35 @@ def test_stage_options_refused_without_a_model_or_stage(tmp_path: Path) -> None:
     csv.write_text(SMALL_CSV)
     assert "--stage: for models only" in error_line(run("plan", csv, "--stage"))
     assert "go with --stage" in error_line(run("plan", csv, "--cost-model", csv))
+
+
+@pytest.mark.slow  # Cadence's lowering and compiler: about 20 s
+def test_cadence_idma_ops_pinned_to_memory_1_and_simplified() -> None:
+    """On Cadence's lowering the copies are ``idma_load``/``idma_store`` and
+    ``idma_wait``: Cadence's constraints pin each load's output (a store's source) to
+    memory 1, our planner places them there, and ``SimplifyIdmaOpsPass`` makes them
+    ``idma_copy``."""
+    from executorch.backends.cadence.aot.pass_utils import CompileMode
+
+    from cadence_memplan import CadenceMemoryPlanning
+    from cadence_memplan.cadence.lowering import backend_config, lower_exported, memory_config
+    from cadence_memplan.io.memories import parse_memory_spec
+
+    model, inputs = build_model("decoder")
+    edge = lower_exported(torch.export.export(model, inputs, strict=True), "cadence")
+    exported = edge.exported_program()
+    capacity = peak_live(problem_of(exported, DEFAULT_COST_MODEL).problem) // 4 // 16 * 16
+    report, rewrite = stage_program(exported, DEFAULT_COST_MODEL, capacity, dialect="cadence")
+    assert rewrite.inserted > 0
+    memories = parse_memory_spec(f"fast={capacity}:16,slow=1MiB:16")
+    planning = CadenceMemoryPlanning(memory_config(memories), CompileMode.DEFAULT, 2)
+    program = edge.to_executorch(backend_config("cadence", planning))
+    nodes = list(program.exported_program().graph_module.graph.nodes)
+    copies = [node for node in nodes if str(node.target) == "cadence.idma_copy.out"]
+    waits = [node for node in nodes if str(node.target) == "cadence.idma_wait.out"]
+    assert len(copies) == len(waits) == rewrite.inserted
+    loads = {copy.tensor for copy in report.choice.schedule if copy.kind == "load"}
+    assert loads
+    for node in copies:
+        source = node.args[0]
+        assert node.meta["spec"].mem_id == 1 or source.meta["spec"].mem_id == 1

@@ -55,25 +55,51 @@ def _clone_before(node: torch.fx.Node, value: torch.fx.Node) -> torch.fx.Node:
     return clone
 
 
-def insert_copies(graph: GraphProblem, schedule: Sequence[Copy]) -> Rewrite:
-    """Put ``schedule``'s copies into the graph ``graph`` was read from."""
+def _idma_before(
+    issue: torch.fx.Node, wait_at: torch.fx.Node, value: torch.fx.Node, kind: str
+) -> torch.fx.Node:
+    """Cadence's ``idma_load`` (or ``idma_store``) of ``value`` where the copy is issued
+    and its ``idma_wait`` just before op ``wait_at``: the value the served reads read."""
+    start = _clone_before(issue, value)
+    start.target = edge_op("cadence", f"idma_{kind}.default")
+    order = {n: i for i, n in enumerate(issue.graph.nodes)}
+    anchor = wait_at if order[start] < order[wait_at] else start.next
+    with issue.graph.inserting_before(anchor):
+        wait = issue.graph.call_function(edge_op("cadence", "idma_wait.default"), (start,))
+    wait.meta = dict(start.meta)
+    return wait
+
+
+def insert_copies(graph: GraphProblem, schedule: Sequence[Copy], dialect: str = "exir") -> Rewrite:
+    """Put ``schedule``'s copies into the graph ``graph`` was read from: as clones
+    (``dialect="exir"``, which the portable runtime runs), or as Cadence's ``idma_load``
+    or ``idma_store`` and ``idma_wait`` (``"cadence"``: Cadence's constraints then pin a
+    load's output and a store's source to memory 1)."""
+    if dialect not in ("exir", "cadence"):
+        raise ValueError(f"dialect must be 'exir' or 'cadence', not {dialect!r}")
     inserted = skipped = 0
+    ops = graph.problem.num_ops
     for copy in schedule:
         served = [graph.ops[op] for op in _served_ops(graph, copy)]
-        issue = graph.ops[copy.start] if copy.start < graph.problem.num_ops else None
+        issue = graph.ops[copy.start] if copy.start < ops else None
+        wait_at = graph.ops[copy.end] if copy.end < ops else None
         readers = [node for node in served if node is not None]
-        if issue is None or not served or len(readers) < len(served):
+        if issue is None or wait_at is None or not served or len(readers) < len(served):
             skipped += 1
             continue
-        clones: dict[torch.fx.Node, torch.fx.Node] = {}
+        copies: dict[torch.fx.Node, torch.fx.Node] = {}
         for node in readers:
             for value in node.all_input_nodes:
                 if graph.tensor_of.get(value) != copy.tensor:
                     continue
-                if value not in clones:
-                    clones[value] = _clone_before(issue, value)
+                if value not in copies:
+                    copies[value] = (
+                        _clone_before(issue, value)
+                        if dialect == "exir"
+                        else _idma_before(issue, wait_at, value, copy.kind)
+                    )
                     inserted += 1
-                node.replace_input_with(value, clones[value])
+                node.replace_input_with(value, copies[value])
     graph.graph_module.recompile()
     return Rewrite(inserted, skipped)
 
@@ -84,13 +110,14 @@ def stage_program(
     capacity: int,
     alignment: int = 16,
     work_budget: int = DEFAULT_STAGING_WORK,
+    dialect: str = "exir",
 ) -> tuple[StagingReport, Rewrite]:
     """Stage an ``ExportedProgram`` (an edge program's, before ``to_executorch``) in place
     for a fast memory of ``capacity`` bytes: the choice of :func:`~.report.stage_problem`,
-    its copies put into the graph."""
+    its copies put into the graph (:func:`insert_copies`'s ``dialect``)."""
     graph = problem_of(program, model)
     report = stage_problem(graph.problem, model, capacity, alignment, work_budget)
-    return report, insert_copies(graph, report.choice.schedule)
+    return report, insert_copies(graph, report.choice.schedule, dialect)
 
 
 def stage_lowered(
