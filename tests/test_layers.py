@@ -21,6 +21,8 @@ from package_source import PACKAGE, import_origin
 
 NEEDS_EXECUTORCH = ("cadence", "exir", "scheduling", "_boundary")
 NUMPY_ONLY_THERE = ("cadence_memplan.cadence", "cadence_memplan.cadence.patch")
+# staging/ is numpy-only but for the modules that read and rewrite exir graphs.
+TORCH_SIDE_OF_STAGING = ("cadence_memplan.staging.graph", "cadence_memplan.staging.rewrite")
 
 _IMPORT_ALL = """
 import importlib, importlib.abc, json, sys
@@ -52,7 +54,9 @@ def numpy_only_modules() -> list[str]:
             continue
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        modules.append(".".join(("cadence_memplan", *parts)))
+        module = ".".join(("cadence_memplan", *parts))
+        if module not in TORCH_SIDE_OF_STAGING:
+            modules.append(module)
     return modules
 
 

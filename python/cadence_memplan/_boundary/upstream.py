@@ -37,6 +37,7 @@ __all__ = [
     "check_version",
     "contains_xnnpack_delegate",
     "deserialize_pte",
+    "edge_op",
     "element_size",
     "extend_storage_base_lifetimes",
     "fast_paths_supported",
@@ -165,6 +166,17 @@ def aten_overload(target: Any) -> Any:
         return target
     inner = getattr(target, "_op", None)
     return inner if isinstance(inner, torch._ops.OpOverload) else None
+
+
+def edge_op(namespace: str, name: str) -> Any:
+    """An edge dialect op, ``exir_ops.edge.<namespace>.<name>`` (``"aten"``,
+    ``"clone.default"``), from exir's private ``dialects._ops``."""
+    from executorch.exir.dialects._ops import ops as exir_ops
+
+    target: Any = getattr(exir_ops.edge, namespace)
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
 
 
 def schema_of(overload: Any) -> Any:

@@ -16,6 +16,7 @@ from ..cadence import LOWERING_DESCRIPTIONS
 from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstream_placer_plans
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
+from ..io.staging import write_staging
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
 from ..planning import InputPlan, check_control_flow, check_plan, plan_input
@@ -76,6 +77,14 @@ def add_parser(commands: Any) -> None:
         " (default: the graph's order)",
     )
     planner.add_argument(
+        "--stage",
+        action="store_true",
+        help="models only: also report what staging through the first memory by DMA would"
+        " do (docs/staging.md); the plan and --pte stay unstaged",
+    )
+    planner.add_argument("--cost-model", metavar="FILE", help="--stage's cost model (.json, .toml)")
+    planner.add_argument("--stage-out", metavar="FILE.json", help="write --stage's copies")
+    planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
     planner.add_argument("--out", metavar="FILE", help="write the plan per tensor (.json, .csv)")
@@ -135,18 +144,28 @@ def run(arguments: argparse.Namespace) -> int:
             (arguments.trace, "--trace", (".json",)),
             *((solution, "--out-minimalloc", (".csv",)) for solution in minimalloc_paths.values()),
             (arguments.pte, "--pte", (".pte",)),
+            (arguments.stage_out, "--stage-out", (".json",)),
         ],
-        inputs=request.inputs,
+        inputs=[*request.inputs, arguments.cost_model],
     )
+    if (arguments.cost_model or arguments.stage_out) and not arguments.stage:
+        raise CliError("--cost-model and --stage-out go with --stage")
     options = request.planned("planning")
     if arguments.pte and not request.what.is_model:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
-    ours, upstream, comparison = _plan(request)
+    if arguments.stage and not request.what.is_model:
+        raise CliError("--stage: for models only (a CSV or synthetic input has no graph)")
+    ours, upstream, comparison, staging = _plan(request)
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
+    for line in staging[0].lines() if staging else ():
+        print(line)
     written: list[str] = []  # printed once every output is in place
     progress = request.progress
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
+        if staging and arguments.stage_out:
+            write_staging(partial(arguments.stage_out), staging[1])
+            written.append(f"wrote the staging copies to {arguments.stage_out}")
     for line in written:
         print(line)
     progress.done()
@@ -157,9 +176,11 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(request: CommandRequest) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None]:
+def _plan(
+    request: CommandRequest,
+) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None, Any]:
     """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
-    plans of upstream's placers, and ``--compare``'s plan."""
+    plans of upstream's placers, ``--compare``'s plan, and ``--stage``'s report."""
     options, memories, progress = request.options, request.memories, request.progress
     assert options is not None
     compare = request.arguments.compare
@@ -173,7 +194,16 @@ def _plan(request: CommandRequest) -> tuple[InputPlan, list[UpstreamPlan], Compa
         comparison = None
         if compare and options.algorithm != "best":
             comparison = compare_with_upstream(ours, loaded, options, progress=progress)
-    return ours, upstream, comparison
+        staging = None
+        if request.arguments.stage:
+            from ..staging.rewrite import stage_lowered
+
+            progress("staging")
+            fast = memories[0]
+            staging = stage_lowered(
+                loaded.edge, fast.size, fast.alignment, request.arguments.cost_model
+            )
+    return ours, upstream, comparison, staging
 
 
 def _print(

@@ -1,0 +1,327 @@
+"""Staging end to end on a problem: the static plan, the choice, the check that the fast
+copies pack, and the figures docs/staging.md reports (:class:`StagingReport`).
+
+The static plan is ``best``'s on two memories (fast memory of the given size, slow memory
+unbounded) keeping the most access bytes in fast memory (its ``weights``); its fast
+tensors keep their whole lives there. The staged plan adds the copies of
+:func:`~.choice.choose_staging`; the fast copies are tensors with short lives pinned to
+fast memory, and ``best`` must pack them, with the static plan's fast tensors, into the
+fast memory's size: if it cannot, the last copies chosen are dropped until it can, so the
+figures are those of a plan the planners make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from .. import api
+from .choice import DEFAULT_STAGING_WORK, StagingChoice, choose_staging
+from .cost_model import CostModel
+from .problem import Copy, StagingProblem
+from .simulate import Simulation, fast_windows, simulate
+
+__all__ = [
+    "StagingReport",
+    "free_dma_ceiling",
+    "packs_in_fast",
+    "peak_live",
+    "stage_problem",
+    "staging_json",
+    "static_fast_set",
+]
+
+_SLOW = 1 << 40  # slow memory: never full
+PACKING_WORK = 60_000  # best's work on each check that the fast copies pack
+
+
+def peak_live(problem: StagingProblem) -> int:
+    """The most bytes alive at once when every tensor lives its static lifetime."""
+    change = np.zeros(problem.num_ops + 1, dtype=np.int64)
+    for (first, last), size in zip(problem.lifetimes, problem.sizes, strict=True):
+        change[first] += size
+        change[last + 1] -= size
+    return int(np.cumsum(change).max(initial=0))
+
+
+def static_fast_set(problem: StagingProblem, capacity: int, alignment: int = 16) -> frozenset[int]:
+    """The tensors ``best`` keeps in a fast memory of ``capacity`` bytes, weighted by the
+    bytes their accesses move."""
+    if problem.num_tensors == 0 or capacity <= 0:
+        return frozenset()
+    spans = np.array(problem.lifetimes, dtype=np.int64).reshape(-1, 2)
+    result = api.plan(
+        spans[:, 0],
+        spans[:, 1],
+        np.array(problem.sizes, dtype=np.int64),
+        [capacity, _SLOW],
+        [alignment, alignment],
+        algorithm="best",
+        weights=np.array(problem.access_bytes, dtype=np.int64),
+        threads=1,
+    )
+    return frozenset(int(t) for t in np.flatnonzero(result.mem_ids == 1))
+
+
+def packs_in_fast(
+    problem: StagingProblem,
+    fast: frozenset[int],
+    schedule: Sequence[Copy],
+    capacity: int,
+    alignment: int = 16,
+) -> bool:
+    """Whether ``best`` places the fast tensors and the copies' fast tensors (each over
+    the ops it holds its space) in one memory of ``capacity`` bytes."""
+    spans = [problem.lifetimes[t] for t in sorted(fast)]
+    sizes = [problem.sizes[t] for t in sorted(fast)]
+    for copy in schedule:
+        spans.append(fast_windows(problem, copy)[0])
+        sizes.append(problem.sizes[copy.tensor])
+    if capacity <= 0 or not spans:
+        return not any(sizes)
+    array = np.array(spans, dtype=np.int64)
+    # Two memories, the second unbounded: best keeps all in the first when it can, and
+    # says so quickly (one memory that cannot hold them all costs it far more to refuse).
+    result = api.plan(
+        array[:, 0],
+        array[:, 1],
+        sizes,
+        [capacity, _SLOW],
+        [alignment, alignment],
+        algorithm="best",
+        threads=1,
+        work_budget=PACKING_WORK,
+    )
+    return bool((result.mem_ids == 1).all())
+
+
+def free_dma_ceiling(problem: StagingProblem, model: CostModel, capacity: int) -> Simulation:
+    """Staging's ceiling: copies cost nothing, so each op may have any of its tensors in
+    fast memory that fit there together (the subset that moves the most bytes)."""
+    fast_ops, slow_ops = [], []
+    for op in range(problem.num_ops):
+        touched = sorted(set(problem.reads[op]) | set(problem.writes[op]))
+        moved = {
+            t: problem.sizes[t] * ((t in problem.reads[op]) + (t in problem.writes[op]))
+            for t in touched
+        }
+        best = _best_subset(touched, problem.sizes, moved, capacity)
+        fast_ops.append(best)
+        slow_ops.append(sum(moved.values()) - best)
+    return _figures(problem, model, fast_ops, slow_ops)
+
+
+def _best_subset(
+    tensors: list[int], sizes: Sequence[int], moved: dict[int, int], capacity: int
+) -> int:
+    if sum(sizes[t] for t in tensors) <= capacity:
+        return sum(moved.values())
+    if len(tensors) > 12:  # rare: many operands; the largest movers that fit, greedily
+        total = room = 0
+        for t in sorted(tensors, key=lambda t: (-moved[t], t)):
+            if room + sizes[t] <= capacity:
+                room += sizes[t]
+                total += moved[t]
+        return total
+    best = 0
+    for count in range(len(tensors) + 1):
+        for subset in combinations(tensors, count):
+            if sum(sizes[t] for t in subset) <= capacity:
+                best = max(best, sum(moved[t] for t in subset))
+    return best
+
+
+def _figures(
+    problem: StagingProblem, model: CostModel, fast: list[int], slow: list[int]
+) -> Simulation:
+    cycles = [model.op_cycles(f, a, b) for f, a, b in zip(problem.flops, fast, slow, strict=True)]
+    ends = tuple(int(x) for x in np.cumsum(cycles))
+    return Simulation(
+        cycles=ends[-1] if ends else 0,
+        fast_access_bytes=sum(fast),
+        slow_access_bytes=sum(slow),
+        dma_bytes=0,
+        transfers=0,
+        stall_cycles=0,
+        begins=(0, *ends[:-1]) if ends else (),
+        ends=ends,
+        copy_times=(),
+        fast_held=(),
+        op_fast_bytes=tuple(fast),
+        op_slow_bytes=tuple(slow),
+    )
+
+
+@dataclass(frozen=True)
+class StagingReport:
+    """The figures of one problem at one fast-memory size (docs/staging.md, "Reports")."""
+
+    capacity: int
+    choice: StagingChoice
+    all_in_fast: Simulation
+    ceiling: Simulation
+    dropped: int  # copies dropped because ``best`` could not pack them
+
+    @property
+    def static(self) -> Simulation:
+        return self.choice.static
+
+    @property
+    def staged(self) -> Simulation:
+        return self.choice.staged
+
+    def lines(self) -> list[str]:
+        """The report's text, one line each."""
+        static, staged = self.static, self.staged
+        rows = [
+            ("static plan", static),
+            ("staged plan", staged),
+            ("all in fast memory", self.all_in_fast),
+            ("free-DMA ceiling", self.ceiling),
+        ]
+        lines = [f"staging at fast memory {self.capacity:,} bytes:"]
+        for label, figures in rows:
+            lines.append(
+                f"  {label:<19} {figures.cycles:>12,} cycles, {figures.fast_fraction:6.1%} of"
+                f" {figures.fast_access_bytes + figures.slow_access_bytes:,} access bytes from"
+                f" fast ({figures.fast_access_bytes:,} fast, {figures.slow_access_bytes:,} slow)"
+            )
+        ratio = staged.cycles / static.cycles if static.cycles else 1.0
+        lines.append(
+            f"  DMA: {staged.dma_bytes:,} bytes in {staged.transfers} transfers;"
+            f" staged / static cycles {ratio:.3f}; {len(self.choice.kept)} tensors kept whole"
+        )
+        return lines
+
+
+def stage_problem(
+    problem: StagingProblem,
+    model: CostModel,
+    capacity: int,
+    alignment: int = 16,
+    work_budget: int = DEFAULT_STAGING_WORK,
+) -> StagingReport:
+    """The static plan at ``capacity`` bytes of fast memory, the staging chosen on it (also
+    searched from the static plans of a half, a quarter and an eighth of the memory, which
+    leave room for copies), and the figures; the staged plan is the static one when
+    nothing packs or helps."""
+    static = static_fast_set(problem, capacity, alignment)
+    smaller = [static_fast_set(problem, capacity // part, alignment) for part in (2, 4, 8)]
+    choice = choose_staging(problem, model, static, capacity, work_budget, smaller)
+    count = _packed_prefix(problem, choice, capacity, alignment)
+    dropped = len(choice.schedule) - count
+    if count < 0:  # what is kept whole does not pack alone: the static plan
+        choice, dropped = _static_choice(choice), len(choice.schedule)
+    elif dropped:
+        schedule = choice.schedule[:count]
+        staged = simulate(problem, model, choice.kept, schedule, capacity)
+        if staged.cycles > choice.static.cycles:
+            choice = _static_choice(choice)
+        else:
+            choice = _replace(choice, schedule, staged, choice.reasons[:count])
+    every = frozenset(range(problem.num_tensors))
+    return StagingReport(
+        capacity=capacity,
+        choice=choice,
+        all_in_fast=simulate(problem, model, every),
+        ceiling=free_dma_ceiling(problem, model, capacity),
+        dropped=dropped,
+    )
+
+
+def _packed_prefix(
+    problem: StagingProblem, choice: StagingChoice, capacity: int, alignment: int
+) -> int:
+    """How many of the copies, in the order chosen, ``best`` packs with what is kept
+    whole (the longest such prefix, by bisection); -1 if not even none."""
+    schedule = choice.schedule
+    if packs_in_fast(problem, choice.kept, schedule, capacity, alignment):
+        return len(schedule)
+    low, high = -1, len(schedule)  # packs at low (or none does), not at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if packs_in_fast(problem, choice.kept, schedule[:middle], capacity, alignment):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _static_choice(choice: StagingChoice) -> StagingChoice:
+    return StagingChoice(
+        choice.static_fast, choice.static_fast, (), choice.static, choice.static, choice.work, ()
+    )
+
+
+def _replace(
+    choice: StagingChoice, schedule: tuple[Copy, ...], staged: Simulation, reasons: tuple[str, ...]
+) -> StagingChoice:
+    return StagingChoice(
+        choice.static_fast, choice.kept, schedule, choice.static, staged, choice.work, reasons
+    )
+
+
+def staging_json(
+    problem: StagingProblem, report: StagingReport, model: CostModel
+) -> dict[str, Any]:
+    """What ``--out`` writes (docs/formats.md, "Staging"): enough to recompute the figures."""
+    staged = report.staged
+    return {
+        "version": 1,
+        "cost_model": {name: getattr(model, name) for name in model.__dataclass_fields__},
+        "fast_memory_bytes": report.capacity,
+        "tensors": [
+            {
+                "name": problem.name(t),
+                "bytes": problem.sizes[t],
+                "producer": problem.producers[t],
+                "outlives": problem.outlives[t],
+            }
+            for t in range(problem.num_tensors)
+        ],
+        "ops": [
+            {
+                "flops": problem.flops[op],
+                "reads": [problem.name(t) for t in problem.reads[op]],
+                "writes": [problem.name(t) for t in problem.writes[op]],
+            }
+            for op in range(problem.num_ops)
+        ],
+        "static_fast": [problem.name(t) for t in sorted(report.choice.static_fast)],
+        "kept": [problem.name(t) for t in sorted(report.choice.kept)],
+        "copies": [
+            {
+                "tensor": problem.name(copy.tensor),
+                "kind": copy.kind,
+                "bytes": problem.sizes[copy.tensor],
+                "start_op": copy.start,
+                "end_op": copy.end,
+                "until_op": copy.until,
+                "begin_cycle": begin,
+                "done_cycle": done,
+                "why": why,
+            }
+            for copy, (begin, done), why in zip(
+                report.choice.schedule, staged.copy_times, report.choice.reasons, strict=True
+            )
+        ],
+        "cycles": {
+            "static": report.static.cycles,
+            "staged": staged.cycles,
+            "all_in_fast": report.all_in_fast.cycles,
+            "free_dma_ceiling": report.ceiling.cycles,
+        },
+        "access_bytes": {
+            name: {"fast": figures.fast_access_bytes, "slow": figures.slow_access_bytes}
+            for name, figures in (
+                ("static", report.static),
+                ("staged", staged),
+                ("free_dma_ceiling", report.ceiling),
+            )
+        },
+        "dma": {"bytes": staged.dma_bytes, "transfers": staged.transfers},
+    }
