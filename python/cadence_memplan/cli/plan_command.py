@@ -76,14 +76,7 @@ def add_parser(commands: Any) -> None:
         " first memory; it changes the program's instruction order, never its results"
         " (default: the graph's order)",
     )
-    planner.add_argument(
-        "--stage",
-        action="store_true",
-        help="models only: also report what staging through the first memory by DMA would"
-        " do (docs/staging.md); the plan and --pte stay unstaged",
-    )
-    planner.add_argument("--cost-model", metavar="FILE", help="--stage's cost model (.json, .toml)")
-    planner.add_argument("--stage-out", metavar="FILE.json", help="write --stage's copies")
+    _add_stage_options(planner)
     planner.add_argument(
         "--plot", metavar="FILE", help="draw the memory map (.png, .svg, .pdf; needs matplotlib)"
     )
@@ -128,6 +121,18 @@ def add_parser(commands: Any) -> None:
     planner.add_argument(
         "--debug", action="store_true", help="show tracebacks and library warnings"
     )
+
+
+def _add_stage_options(planner: argparse.ArgumentParser) -> None:
+    """--stage, --cost-model and --stage-out: staging's report (docs/staging.md)."""
+    planner.add_argument(
+        "--stage",
+        action="store_true",
+        help="models only: also report what staging through the first memory by DMA would"
+        " do (docs/staging.md); the plan and --pte stay unstaged",
+    )
+    planner.add_argument("--cost-model", metavar="FILE", help="--stage's cost model (.json, .toml)")
+    planner.add_argument("--stage-out", metavar="FILE.json", help="write --stage's copies")
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -199,9 +204,9 @@ def _plan(
             from ..staging.rewrite import stage_lowered
 
             progress("staging")
-            fast = memories[0]
+            memory = memories[0]  # the fast one
             staging = stage_lowered(
-                loaded.edge, fast.size, fast.alignment, request.arguments.cost_model
+                loaded.edge, memory.size, memory.alignment, request.arguments.cost_model
             )
     return ours, upstream, comparison, staging
 

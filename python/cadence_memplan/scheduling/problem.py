@@ -14,7 +14,7 @@ alive at the end, which no order changes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,24 +151,7 @@ def schedule_problem(
                 producers[buffer] = -1
         if node.op == "placeholder" and is_mutable_buffer(node, graph_signature):
             mutable.update(id(storage_root(spec)) for spec in node_specs(node))
-    for unit, nodes in enumerate(graph.units):
-        own = set(nodes)
-        for node in nodes:
-            for spec in node_specs(node):
-                buffer = index.get(id(storage_root(spec)))
-                if buffer is None:
-                    continue
-                if producers[buffer] == -2:
-                    producers[buffer] = unit
-                elif producers[buffer] != unit:
-                    users[buffer].add(unit)
-            for source in node.all_input_nodes:
-                if source in own:
-                    continue
-                for spec in node_specs(source):
-                    buffer = index.get(id(storage_root(spec)))
-                    if buffer is not None:
-                        users[buffer].add(unit)
+    _record_units(graph, lambda spec: index.get(id(storage_root(spec))), producers, users)
     live_to_end = np.zeros(count, dtype=bool)
     for key in mutable:
         if key in index:
@@ -207,6 +190,34 @@ def schedule_problem(
         mutable_buffers=frozenset(mutable),
         end_bytes=end_bytes,
     )
+
+
+def _record_units(
+    graph: UnitGraph,
+    buffer_of: Callable[[TensorSpec], int | None],
+    producers: np.ndarray[Any, Any],
+    users: list[set[int]],
+) -> None:
+    """Each unit as its buffers' producer (the first unit to write one) and user (any
+    later writer, and every unit reading one from outside itself)."""
+    for unit, nodes in enumerate(graph.units):
+        own = set(nodes)
+        for node in nodes:
+            for spec in node_specs(node):
+                buffer = buffer_of(spec)
+                if buffer is None:
+                    continue
+                if producers[buffer] == -2:
+                    producers[buffer] = unit
+                elif producers[buffer] != unit:
+                    users[buffer].add(unit)
+            for source in node.all_input_nodes:
+                if source in own:
+                    continue
+                for spec in node_specs(source):
+                    buffer = buffer_of(spec)
+                    if buffer is not None:
+                        users[buffer].add(unit)
 
 
 def structural_order(graph: UnitGraph, problem: ScheduleProblem) -> list[int]:

@@ -232,17 +232,9 @@ class Reordering:
         )
         plans = [given]
         structural = structural_order(graph, problem)
-        strategy, work, lower_bound = "given", 0, 0
-        candidates: list[tuple[str, list[int]]] = []
-        # With control flow, each submodule's arena is placed around the outputs alive at
-        # its call site in this order (_boundary/control_flow.py): another order would
-        # need the arenas placed again, so such a graph keeps its order.
-        if problem.num_units and not has_control_flow(graph_module):
-            scheduled = api.schedule(**problem.arguments(structural), work_budget=self.work_budget)
-            strategy, work = scheduled.strategy, int(scheduled.work)
-            lower_bound = int(scheduled.lower_bound)
-            order = [structural[unit] for unit in np.asarray(scheduled.order).tolist()]
-            candidates = [("structural", structural), ("scheduled", order)]
+        candidates, strategy, work, lower_bound = self._candidates(
+            graph_module, problem, structural
+        )
         best = given
         tried = [given.order]
         for name, order in candidates:
@@ -280,6 +272,25 @@ class Reordering:
             candidates={plan.name: plan.arena for plan in plans},
         )
         return best.bufsizes
+
+    def _candidates(
+        self, graph_module: torch.fx.GraphModule, problem: ScheduleProblem, structural: list[int]
+    ) -> tuple[list[tuple[str, list[int]]], str, int, int]:
+        """The orders to plan beside the given one (the structural order and the
+        scheduler's), with the scheduler's strategy, work and lower bound. With control
+        flow, each submodule's arena is placed around the outputs alive at its call site in
+        this order (_boundary/control_flow.py): another order would need the arenas placed
+        again, so such a graph keeps its order (no candidates)."""
+        if not problem.num_units or has_control_flow(graph_module):
+            return [], "given", 0, 0
+        scheduled = api.schedule(**problem.arguments(structural), work_budget=self.work_budget)
+        order = [structural[unit] for unit in np.asarray(scheduled.order).tolist()]
+        return (
+            [("structural", structural), ("scheduled", order)],
+            scheduled.strategy,
+            int(scheduled.work),
+            int(scheduled.lower_bound),
+        )
 
     @staticmethod
     def _restore(
