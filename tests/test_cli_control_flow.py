@@ -32,9 +32,9 @@ from cadence_memplan import CadenceMemoryPlanning, validate_control_flow
 from cadence_memplan.cadence.compiler import cadence_backend_config
 from cadence_memplan.cadence.lowering import lower_exported
 from cadence_memplan.cli.main import main
-from cadence_memplan.comparisons import compare_with_upstream
 from cadence_memplan.io import Memory
-from cadence_memplan.planning import (
+from cadence_memplan.workflow.compare import compare_with_upstream
+from cadence_memplan.workflow.plan import (
     PlanningOptions,
     check_control_flow,
     check_plan,
@@ -42,7 +42,7 @@ from cadence_memplan.planning import (
     plan_input,
     sweep_input,
 )
-from cadence_memplan.sizing import size_input
+from cadence_memplan.workflow.size import size_input
 
 pytestmark = [
     pytest.mark.executorch,

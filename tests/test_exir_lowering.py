@@ -24,8 +24,8 @@ from executorch.exir._warnings import ExperimentalWarning
 
 from cadence_memplan.io.memories import DEFAULT_MEMORY_SPEC, parse_memory_spec
 from cadence_memplan.models import MODELS, SCHEDULING_MODELS, build_model, example_calls
-from cadence_memplan.planning import PlanningOptions, plan_input
 from cadence_memplan.stats import peak_usage_per_memory
+from cadence_memplan.workflow.plan import PlanningOptions, plan_input
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", ExperimentalWarning)  # on import: "This API is experimental"

@@ -269,7 +269,7 @@ def test_runner_runs_an_unchanged_script(tmp_path: Path, smallest: bool) -> None
 
 
 def test_runner_runs_a_module_and_explains_its_usage(tmp_path: Path) -> None:
-    """The command line is Cadence's runner's (_runner.py; tests/test_patch.py checks the
+    """The command line is Cadence's runner's (_boundary/script_runner.py; tests/test_patch.py checks the
     rest of it), with --smallest."""
     (tmp_path / "exporter_module.py").write_text(
         "import sys\nfrom executorch.exir import memory_planning\n"

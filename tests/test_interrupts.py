@@ -23,7 +23,8 @@ import pytest
 from cases import random_schedule_problem
 
 import cadence_memplan
-from cadence_memplan import _core, _highs, api
+from cadence_memplan import _core, api
+from cadence_memplan.capacity import highs as _highs
 from cadence_memplan.synthetic import synthetic_graph
 
 POLLS = (1, 2, 7)

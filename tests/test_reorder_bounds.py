@@ -17,8 +17,8 @@ pytest.importorskip(
 
 from cadence_memplan.io import parse_memory_spec
 from cadence_memplan.models import BUILTIN_INPUTS
-from cadence_memplan.planning import PlanningOptions, plan_input
 from cadence_memplan.stats import overall_peak, peak_live_bytes
+from cadence_memplan.workflow.plan import PlanningOptions, plan_input
 
 pytestmark = [
     pytest.mark.executorch,

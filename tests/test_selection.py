@@ -1,4 +1,4 @@
-"""cadence_memplan._selection: which tensors to keep in one memory, with a proved bound.
+"""cadence_memplan.capacity.selection: which tensors to keep in one memory, with a proved bound.
 
 Each random instance is solved by brute force over every subset of its candidates, with
 the capacity checked here per time step from the definition (free units at ``t`` =
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cadence_memplan import _selection
-from cadence_memplan._selection import CapacitySelection, Selection
+from cadence_memplan.capacity import selection as _selection
+from cadence_memplan.capacity.selection import CapacitySelection, Selection
 
 highspy = pytest.importorskip("highspy")
 

@@ -1,4 +1,4 @@
-"""``cadence-memplan size`` and :mod:`cadence_memplan.sizing`.
+"""``cadence-memplan size`` and :mod:`cadence_memplan.workflow.size`.
 
 The curve is held against brute force (every subset of a small instance packed in every
 order), exactly, breakpoints included; ``all_fit_from`` against ``best`` alone with room
@@ -25,16 +25,16 @@ from cli_support import error_line, number, run
 import cadence_memplan
 from cadence_memplan._types import Budget
 from cadence_memplan.io import parse_memory_spec, read_minimalloc_csv, size_document, size_schema
-from cadence_memplan.planning import Input, LoadedInput
 from cadence_memplan.request import PlanningOptions
-from cadence_memplan.sizing import (
+from cadence_memplan.stats import peak_live_bytes
+from cadence_memplan.workflow.plan import Input, LoadedInput
+from cadence_memplan.workflow.size import (
     CurvePoint,
     PlanAtSize,
     Sizing,
     memory_sizing,
     size_input,
 )
-from cadence_memplan.stats import peak_live_bytes
 
 BEST = PlanningOptions("best")  # size plans with best, Cadence's lowering for models
 
@@ -508,7 +508,7 @@ def test_model_all_fit_from_keeps_every_tensor_in_a_whole_lowering(objective: st
     curve's terms are the objective's."""
     import dataclasses
 
-    from cadence_memplan.planning import load_input, plan_input
+    from cadence_memplan.workflow.plan import load_input, plan_input
 
     loaded = load_input("cnn", lowering="cadence")
     memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=1MiB:64")

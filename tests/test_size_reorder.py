@@ -12,8 +12,8 @@ pytest.importorskip(
 )
 
 from cadence_memplan.io import parse_memory_spec
-from cadence_memplan.planning import PlanningOptions, load_input, plan_input
-from cadence_memplan.sizing import size_input
+from cadence_memplan.workflow.plan import PlanningOptions, load_input, plan_input
+from cadence_memplan.workflow.size import size_input
 
 pytestmark = [
     pytest.mark.executorch,

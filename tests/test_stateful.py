@@ -289,7 +289,7 @@ def test_a_multi_program_archive_is_a_clear_error(tmp_path: Any) -> None:
     from stateful_programs import export_methods
     from torch.export.pt2_archive._package import package_pt2
 
-    from cadence_memplan.planning import InputError, load_input
+    from cadence_memplan.workflow.plan import InputError, load_input
 
     archive = tmp_path / "both.pt2"
     package_pt2(str(archive), exported_programs=export_methods(STREAMING))

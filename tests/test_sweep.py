@@ -351,8 +351,8 @@ def test_model_sweep_rows_equal_plan_at_each_size(algorithm: str) -> None:
     tensors, the sum of their sizes and the peak usage; a size where ``plan`` finds no
     room is a row that does not fit. (The sweep once lowered with plain to_edge and
     exir's default config, a program of other tensors.)"""
-    from cadence_memplan.planning import DoesNotFit, load_input, plan_input, sweep_input
     from cadence_memplan.stats import peak_usage_per_memory, summed_sizes_per_memory
+    from cadence_memplan.workflow.plan import DoesNotFit, load_input, plan_input, sweep_input
 
     loaded = load_input("cnn", lowering="cadence")
     memories = parse_memory_spec("fast=4KiB:16,near=32KiB:64,far=64KiB:64")

@@ -44,7 +44,7 @@ class Budget(NamedTuple):
     ``cadence_memplan.api.DEFAULT_WORK_BUDGET``), the plan then a function of the input
     alone, and an optional wall-clock cap of ``ms`` milliseconds (None: none), the one
     setting under which the plan may vary from run to run (see :func:`cadence_memplan.plan`).
-    How the library's flows (``planning.py``, the command line) pass ``plan``'s
+    How the library's flows (``workflow/plan.py``, the command line) pass ``plan``'s
     ``work_budget`` and ``budget_ms`` along."""
 
     work: int | None = None

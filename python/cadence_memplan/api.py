@@ -14,7 +14,6 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._capacity import plan_capacity_first
 from ._types import (
     ALGORITHMS,
     OCCUPANCIES,
@@ -34,6 +33,7 @@ from ._validation import (
     check_work_budget,
     is_integer,
 )
+from .capacity.capacity_first import plan_capacity_first
 
 __all__ = [
     "DEFAULT_WORK_BUDGET",

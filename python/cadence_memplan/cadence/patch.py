@@ -7,7 +7,7 @@ Like ``python -m cProfile``: calls :func:`cadence_memplan.patch_cadence` (which 
 ``CADENCE_MEMPLAN_ALGO``, ``CADENCE_MEMPLAN_REORDER``,
 ``CADENCE_MEMPLAN_SHARE_MUTABLE_BUFFERS`` and ``CADENCE_MEMPLAN_STRICT_SHARING``), then runs SCRIPT (or MODULE)
 as ``__main__``, with ``sys.argv`` set to ``[SCRIPT, *ARGS]`` and SCRIPT's folder first on
-``sys.path``, as ``python SCRIPT ARGS`` would (``cadence_memplan._runner``). Its exit code
+``sys.path``, as ``python SCRIPT ARGS`` would (``cadence_memplan._boundary.script_runner``). Its exit code
 is the script's. Importing this module needs numpy only; running it needs executorch.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from .._runner import run_with_patch
+from .._boundary.script_runner import run_with_patch
 from . import (
     resolve_patch_algorithm,
     resolve_patch_reorder,

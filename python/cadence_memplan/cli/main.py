@@ -27,7 +27,7 @@ row, not a failure).
 
 ``size`` finds the smallest size of the first memory that keeps every tensor there, and
 below it the most that memory keeps at each size where that changes, with a proved bound
-(:mod:`cadence_memplan.sizing`); it plans with best, within a work budget split across its
+(:mod:`cadence_memplan.workflow.size`); it plans with best, within a work budget split across its
 plans. Its exit codes are ``plan``'s.
 
 ``diff`` compares two plan JSON files (``plan --out``) and exits as diff(1) does: 0 the

@@ -13,15 +13,20 @@ import numpy as np
 
 from .._types import OBJECTIVES, Budget
 from ..cadence import LOWERING_DESCRIPTIONS
-from ..comparisons import Comparison, UpstreamPlan, compare_with_upstream, upstream_placer_plans
 from ..io.minimalloc import write_minimalloc_solution
 from ..io.plans import write_plan
 from ..io.staging import write_staging
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
-from ..planning import InputPlan, check_control_flow, check_plan, plan_input
 from ..request import Memory
 from ..stats import TensorTable, plural
+from ..workflow.compare import (
+    Comparison,
+    UpstreamPlan,
+    compare_with_upstream,
+    upstream_placer_plans,
+)
+from ..workflow.plan import InputPlan, check_control_flow, check_plan, plan_input
 from .common import (
     EXIT_PLANNING_FAILED,
     CliError,
@@ -184,7 +189,7 @@ def run(arguments: argparse.Namespace) -> int:
 def _plan(
     request: CommandRequest,
 ) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None, Any]:
-    """The plan (:func:`~cadence_memplan.planning.plan_input`), with ``--algo best`` the
+    """The plan (:func:`~cadence_memplan.workflow.plan.plan_input`), with ``--algo best`` the
     plans of upstream's placers, ``--compare``'s plan, and ``--stage``'s report."""
     options, memories, progress = request.options, request.memories, request.progress
     assert options is not None

@@ -25,9 +25,9 @@ from ..io.memories import (
     read_memory_config,
 )
 from ..models import DEFAULT_INPUT
-from ..planning import load_input, resolve_input
 from ..request import LOWERINGS, BestOnlyOption, PlanningOptions
 from ..request.inputs import Input, LoadedInput
+from ..workflow.plan import load_input, resolve_input
 from .common import (
     DEFAULT_ALGORITHM,
     DEFAULT_LOWERING,

@@ -1,5 +1,5 @@
 """``cadence-memplan size``: how much of the fastest memory INPUT needs, and what it keeps
-below that (:func:`cadence_memplan.sizing.size_input`), printed, written as JSON, drawn."""
+below that (:func:`cadence_memplan.workflow.size.size_input`), printed, written as JSON, drawn."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from .._types import OBJECTIVES
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..models import DEFAULT_INPUT
-from ..sizing import DEFAULT_POINTS, MemorySizing, Sizing, size_input
 from ..stats import format_bytes
+from ..workflow.size import DEFAULT_POINTS, MemorySizing, Sizing, size_input
 from .common import CliError, checked_outputs, whole_number, writing_outputs
 from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..io.outputs import write_whole
-from ..sizing import Sizing
+from ..workflow.size import Sizing
 from .plot_axes import binary_axis
 from .printing import kept_terms
 

@@ -21,8 +21,8 @@ from ..analysis.sweep import (
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..models import DEFAULT_INPUT
-from ..planning import sweep_input
 from ..stats import format_bytes, plural
+from ..workflow.plan import sweep_input
 from .common import CliError, checked_outputs, writing_outputs
 from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES

@@ -6,7 +6,7 @@
 Calls :func:`cadence_memplan.patch_exir` (``smallest=True`` with ``--smallest``), then
 runs SCRIPT (or MODULE) as ``__main__``, with ``sys.argv`` set to ``[SCRIPT, *ARGS]``
 and SCRIPT's folder first on ``sys.path``, as ``python SCRIPT ARGS`` would
-(``cadence_memplan._runner``). Its exit code is the script's.
+(``cadence_memplan._boundary.script_runner``). Its exit code is the script's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from .._runner import run_with_patch
+from .._boundary.script_runner import run_with_patch
 
 __all__ = ["main"]
 

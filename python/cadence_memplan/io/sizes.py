@@ -1,5 +1,5 @@
 """The JSON that ``cadence-memplan size --json FILE`` writes: how much of memory 1 an input
-needs (:class:`cadence_memplan.sizing.Sizing`), described by the JSON Schema
+needs (:class:`cadence_memplan.workflow.size.Sizing`), described by the JSON Schema
 ``size.schema.json`` shipped next to this module (:func:`size_schema`).
 
 Every figure is a function of the input and the options (no timings), so the same command

@@ -1,5 +1,5 @@
 """What ``size`` finds (:class:`Sizing`: one :class:`MemorySizing` per memory sized, its
-curve of :class:`CurvePoint`), below ``sizing.py``, which finds it, and ``io/sizes.py``,
+curve of :class:`CurvePoint`), below ``workflow/size.py``, which finds it, and ``io/sizes.py``,
 which writes it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The selection's program in integers: its input, rows and cuts, and the checks that need
-no solver (``_selection.py`` says what the program is and solves it with HiGHS).
+no solver (``capacity/selection.py`` says what the program is and solves it with HiGHS).
 
 :class:`SelectionProgram` holds the tensors that may go to one memory, checked, with what
 the rows need: each tensor's size in units of the alignment, the free candidates (no size,
@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from ._validation import MAX_BYTE_VALUE, as_int64, is_integer
+from .._validation import MAX_BYTE_VALUE, as_int64, is_integer
 
 __all__ = [
     "INT64_MAX",

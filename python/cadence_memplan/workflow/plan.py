@@ -10,9 +10,9 @@ for a hierarchy of memories with a placer and returns an :class:`InputPlan`;
 :func:`sweep_input` plans it at many sizes of one memory (a model is lowered once, and
 each size replays only its planning step, in the same backend config), each row equal to
 :func:`plan_input` at that size. A model's own path (a whole ``to_executorch``, the
-replay of its planning) is :mod:`~cadence_memplan.model_planning`'s; the same input planned
+replay of its planning) is :mod:`~cadence_memplan.workflow.model`'s; the same input planned
 by upstream's placers, for what ``best`` changed and ``--compare``, is
-:mod:`~cadence_memplan.comparisons`'.
+:mod:`~cadence_memplan.workflow.compare`'.
 
 This module imports torch and executorch only when a model is planned; arrays need numpy.
 Failures are typed: :class:`InputError` (an input that cannot be read or found),
@@ -29,14 +29,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._types import PlanningError, SearchSpent
-from ._validation import closest
-from .analysis.sweep import Planned, SweepRow, arrays_planner, sweep
-from .api import plan, validate
-from .io.minimalloc import read_minimalloc_csv
-from .models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
-from .request import LOWERINGS, Hierarchy, Memory, PlanningOptions
-from .request.inputs import (
+from .._types import PlanningError, SearchSpent
+from .._validation import closest
+from ..analysis.sweep import Planned, SweepRow, arrays_planner, sweep
+from ..api import plan, validate
+from ..io.minimalloc import read_minimalloc_csv
+from ..models import BUILTIN_INPUTS, SYNTHETIC_SIZES, build_model
+from ..request import LOWERINGS, Hierarchy, Memory, PlanningOptions
+from ..request.inputs import (
     OURS,
     DoesNotFit,
     Input,
@@ -48,8 +48,8 @@ from .request.inputs import (
     Progress,
     quiet,
 )
-from .stats import TensorTable, format_bytes, peak_live_bytes, plural
-from .synthetic import synthetic_graph
+from ..stats import TensorTable, format_bytes, peak_live_bytes, plural
+from ..synthetic import synthetic_graph
 
 __all__ = [
     "DoesNotFit",
@@ -131,7 +131,7 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         import executorch.backends.cadence.aot.ops_registrations  # noqa: F401  (cadence ops)
         import torch
 
-        from .cadence.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
+        from ..cadence.lowering import LOWERING_DESCRIPTIONS, export_model, lower_exported
     except ImportError as error:
         raise InputError(
             f"planning models needs torch and executorch ({error}); install them with"
@@ -160,7 +160,7 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
 def _archive_error(path: Any, error: Exception) -> str:
     """Why a ``.pt2`` archive cannot be planned: several programs in it (a multi-method
     program), said by name, or what torch said."""
-    from ._boundary.upstream import pt2_program_names
+    from .._boundary.upstream import pt2_program_names
 
     names = pt2_program_names(path)
     if names is not None and len(names) > 1:
@@ -214,7 +214,7 @@ def plan_input(
             kept=int(table.sizes[table.mem_ids == 1].sum()) if best else None,
             spent=SearchSpent.of(result),
         )  # fmt: skip
-    from .model_planning import plan_model  # torch and executorch, for models only
+    from .model import plan_model  # torch and executorch, for models only
 
     return plan_model(loaded, hierarchy, options, progress)
 
@@ -267,8 +267,8 @@ def check_control_flow(program: Any) -> str | None:
     control-flow check's verdict (``cadence_memplan.validate_control_flow``: no
     submodule overwrites what its parent still needs), ``None`` when valid or when the
     program has none; the tensors :func:`check_plan` leaves to it."""
-    from ._boundary.control_flow import has_control_flow
-    from ._boundary.control_flow_check import validate_control_flow
+    from .._boundary.control_flow import has_control_flow
+    from .._boundary.control_flow_check import validate_control_flow
 
     graph_module = program.exported_program().graph_module
     if not has_control_flow(graph_module):
@@ -306,7 +306,7 @@ def sweep_input(
     loaded = _loaded(source, options.lowering, progress)
     hierarchy = Hierarchy(memories)
     if loaded.input.is_model:
-        from .model_planning import sweep_planner  # torch and executorch, for models only
+        from .model import sweep_planner  # torch and executorch, for models only
 
         plan_at = sweep_planner(loaded, hierarchy, varied, sizes, options, progress)
     else:

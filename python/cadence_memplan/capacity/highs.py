@@ -1,4 +1,4 @@
-"""HiGHS as the selection runs it (``_selection.py``): one thread, its fixed random seed,
+"""HiGHS as the selection runs it (``capacity/selection.py``): one thread, its fixed random seed,
 and stopped by counted work, never by its clock.
 
 Work. A solve is limited in units of work (those of ``best``'s ``work_budget``:
@@ -14,7 +14,7 @@ stopped at its 150th report chooses differently on 1, 2 and 4 threads), and its 
 is half the machine's cores.
 
 Ctrl-C. The callbacks run Python inside HiGHS's C++, where an exception must not land:
-``_selection.py`` holds a SIGINT back while HiGHS runs (``_signals.sigint_deferred``), the
+``capacity/selection.py`` holds a SIGINT back while HiGHS runs (``_signals.sigint_deferred``), the
 next report stops the solve, and the signal is raised when it returns.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._selection_program import IntArray, Rows
+from .selection_program import IntArray, Rows
 
 if TYPE_CHECKING:
     import highspy
@@ -107,7 +107,7 @@ class HighsModel:
 
 def build_model(rows: Rows, scaled: npt.NDArray[np.float64]) -> HighsModel:
     """The HiGHS model of the capacity ``rows`` at one capacity, one integer column per
-    model column, maximising ``scaled`` (the weights as the exact costs ``_selection.py``
+    model column, maximising ``scaled`` (the weights as the exact costs ``capacity/selection.py``
     makes of them), with no cut yet."""
     import highspy as hs
 

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._types import UPSTREAM_ALGORITHMS
-from .planning import plan_arrays, plan_input
-from .request import Memory, PlanningOptions
-from .request.inputs import DoesNotFit, InputPlan, LoadedInput, Progress, quiet
-from .stats import TensorTable
+from .._types import UPSTREAM_ALGORITHMS
+from ..request import Memory, PlanningOptions
+from ..request.inputs import DoesNotFit, InputPlan, LoadedInput, Progress, quiet
+from ..stats import TensorTable
+from .plan import plan_arrays, plan_input
 
 __all__ = ["Comparison", "UpstreamPlan", "compare_with_upstream", "upstream_placer_plans"]
 
@@ -77,7 +77,7 @@ def _replayed_plans(
     loaded: LoadedInput, memories: Sequence[Memory], options: PlanningOptions, progress: Progress
 ) -> list[UpstreamPlan]:
     """Upstream's placers replayed on one lowering (made with the first of them)."""
-    from .cadence.sweep import PLANNING_FAILURES, Replanner
+    from ..cadence.sweep import PLANNING_FAILURES, Replanner
 
     progress("planning again with upstream's two placers, to show what best changed")
     try:
@@ -122,7 +122,7 @@ def compare_with_upstream(
     progress = progress or quiet
     options = options.replace(reorder=False)
     if not loaded.input.is_model:
-        from . import reference
+        from .. import reference
 
         progress("planning again with cadence_memplan.reference (--compare)")
         table, seconds, _ = plan_arrays(loaded, ours.memories, options, placer=reference.plan)
@@ -131,7 +131,7 @@ def compare_with_upstream(
         CadenceMemoryPlanning as UpstreamCadenceMemoryPlanning,
     )
 
-    from .cadence.lowering import lower_and_plan
+    from ..cadence.lowering import lower_and_plan
 
     progress("planning again with upstream's CadenceMemoryPlanning (--compare)")
     theirs = lower_and_plan(
@@ -155,8 +155,8 @@ def _control_flow_difference(ours: Any, theirs: Any) -> str | None:
     differ where upstream's happens to be right (its placers see the submodules' arenas
     as free). None (not by design) when the program has no control flow, or when our
     plan breaks the control-flow check."""
-    from ._boundary.control_flow import has_control_flow
-    from ._boundary.control_flow_check import validate_control_flow
+    from .._boundary.control_flow import has_control_flow
+    from .._boundary.control_flow_check import validate_control_flow
 
     graph_module = ours.exported_program().graph_module
     if not has_control_flow(graph_module) or validate_control_flow(graph_module) is not None:

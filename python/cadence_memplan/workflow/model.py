@@ -1,9 +1,9 @@
-"""A model's own path from input to plan (``planning.py`` dispatches here for models):
+"""A model's own path from input to plan (``workflow/plan.py`` dispatches here for models):
 a whole ``to_executorch`` with our ``CadenceMemoryPlanning`` in the backend config of the
 model's lowering (:func:`plan_model`), and its memory planning replayed at other
 memories on one lowering (:func:`replanner`, what ``sweep`` and ``size`` plan with).
 Imports torch and executorch only when a model is planned; a placer's failure in a model
-is raised as :class:`~cadence_memplan.planning.DoesNotFit` (:func:`model_failures`).
+is raised as :class:`~cadence_memplan.workflow.plan.DoesNotFit` (:func:`model_failures`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ._types import PlanningError
-from .analysis.sweep import Planned
-from .request import Hierarchy, Memory, PlanningOptions
-from .request.inputs import DoesNotFit, InputPlan, LoadedInput, LoweringError, Progress
-from .stats import format_bytes
+from .._types import PlanningError
+from ..analysis.sweep import Planned
+from ..request import Hierarchy, Memory, PlanningOptions
+from ..request.inputs import DoesNotFit, InputPlan, LoadedInput, LoweringError, Progress
+from ..stats import format_bytes
 
 __all__ = ["model_failures", "plan_model", "replanner", "sweep_planner"]
 
@@ -24,9 +24,9 @@ __all__ = ["model_failures", "plan_model", "replanner", "sweep_planner"]
 def plan_model(
     loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
 ) -> InputPlan:
-    """:func:`~cadence_memplan.planning.plan_input` of a model (its arguments)."""
-    from .cadence.lowering import lower_and_plan
-    from .cadence.memory_planning import CadenceMemoryPlanning
+    """:func:`~cadence_memplan.workflow.plan.plan_input` of a model (its arguments)."""
+    from ..cadence.lowering import lower_and_plan
+    from ..cadence.memory_planning import CadenceMemoryPlanning
 
     progress("planning memory in to_executorch with our CadenceMemoryPlanning")
     with model_failures():
@@ -46,7 +46,7 @@ def plan_model(
 def model_failures() -> Iterator[None]:
     """Our placers' failure in a model (and upstream's MemoryError for a pinned spec)
     raised as :class:`DoesNotFit`, naming the tensor by dtype and shape."""
-    from .cadence.sweep import PLANNING_FAILURES
+    from ..cadence.sweep import PLANNING_FAILURES
 
     try:
         yield
@@ -67,7 +67,7 @@ def _model_failure(error: BaseException) -> DoesNotFit:
     shape = "x".join(str(size) for size in spec.shape)
     name = f"a {spec.dtype} tensor [{shape}]"
     # A spec exists only once executorch is loaded: the boundary imports it then.
-    from ._boundary.tensorspecs import allocated_sizes
+    from .._boundary.tensorspecs import allocated_sizes
 
     size = int(allocated_sizes([spec])[0])
     # Within one plan() call the core counts tensors by index: name this one instead.
@@ -88,7 +88,7 @@ def sweep_planner(
     ``varied``), and each call re-runs only its memory planning."""
     progress("lowering once with to_executorch (the largest size)")
     replayed = replanner(loaded, memories.with_size(varied, sizes[-1]), options, "sweep")
-    from .cadence.sweep import PLANNING_FAILURES
+    from ..cadence.sweep import PLANNING_FAILURES
 
     def plan_at(config: Sequence[Memory]) -> Planned | str:
         try:
@@ -114,7 +114,7 @@ def replanner(
     plan with; with ``options.reorder``, in the node order ``reorder=True`` keeps. Raises
     :class:`LoweringError` when to_executorch never calls the planner, naming
     ``purpose`` ("cannot sweep ...")."""
-    from .cadence.sweep import Replanner
+    from ..cadence.sweep import Replanner
 
     try:
         return Replanner(loaded.edge_copy(), memories, options)

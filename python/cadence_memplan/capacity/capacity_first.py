@@ -18,7 +18,7 @@ module makes it with a proved bound (docs/best.md, "Tight memory"):
    capacity, and the program is solved again. The best plan so far is kept at every moment.
 
 The budget is ``best``'s work budget, shared between the solves (what HiGHS reports,
-``_highs.py``) and the core's calls (the work each says it spent),
+``capacity/highs.py``) and the core's calls (the work each says it spent),
 so the plan is a function of the input and the options; a wall-clock cap, when given, is
 shared the same way, and is the one thing that can make the plan vary.
 
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
-from ._highs import NONZEROS_PER_WORK
-from ._selection import CapacitySelection, Selection
-from ._types import Preplaced, SearchSpent
-from .stats import peak_live_bytes
+from .. import _core
+from .._types import Preplaced, SearchSpent
+from ..stats import peak_live_bytes
+from .highs import NONZEROS_PER_WORK
+from .selection import CapacitySelection, Selection
 
 __all__ = ["CapacityPlan", "plan_capacity_first"]
 

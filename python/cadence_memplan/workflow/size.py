@@ -27,7 +27,7 @@ input and the options, the same on every run. A wall-clock cap (``Budget.ms``) i
 the same way, and then the answer may depend on the machine (``Sizing.cut_short``).
 
 A model is lowered once, as ``plan`` lowers it, and each size replays only its memory
-planning (:func:`~cadence_memplan.planning.replanner`, as ``sweep`` does).
+planning (:func:`~cadence_memplan.workflow.plan.replanner`, as ``sweep`` does).
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from ._types import Budget
-from ._validation import is_integer
-from .api import DEFAULT_WORK_BUDGET
-from .model_planning import model_failures, replanner
-from .planning import check_plan, load_input, plan_input, quiet
-from .request import Hierarchy, Memory, PlanningOptions
-from .request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput
-from .request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
-from .stats import TensorTable, format_bytes, peak_live_bytes
+from .._types import Budget
+from .._validation import is_integer
+from ..api import DEFAULT_WORK_BUDGET
+from ..request import Hierarchy, Memory, PlanningOptions
+from ..request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput
+from ..request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
+from ..stats import TensorTable, format_bytes, peak_live_bytes
+from .model import model_failures, replanner
+from .plan import check_plan, load_input, plan_input, quiet
 
 __all__ = [
     "CURVE_ENDS",
@@ -212,16 +212,16 @@ def size_input(
     reorder: bool = False,
 ) -> Sizing:
     """Size memory 1 of ``memories`` for an input (a name, a path, or one
-    :func:`~cadence_memplan.planning.load_input` returned): ``all_fit_from``, its lower
+    :func:`~cadence_memplan.workflow.plan.load_input` returned): ``all_fit_from``, its lower
     bound, and at most ``points`` points of the curve below it (module docstring). Only
     memory 1's name and alignment are read; the other memories are planned as given.
     ``options`` (:class:`~cadence_memplan.request.PlanningOptions`) are ``best``'s: its
     budget for the whole sizing, its ``objective`` ("traffic": models only) the curve's
     terms, the lowering and what is allocated as for
-    :func:`~cadence_memplan.planning.plan_input`. Raises ValueError for bad options,
-    :class:`~cadence_memplan.planning.DoesNotFit` when the input fits in no plan even
+    :func:`~cadence_memplan.workflow.plan.plan_input`. Raises ValueError for bad options,
+    :class:`~cadence_memplan.workflow.plan.DoesNotFit` when the input fits in no plan even
     with room for every tensor in memory 1, and
-    :class:`~cadence_memplan.planning.InvalidPlan` when the validator refuses a plan."""
+    :class:`~cadence_memplan.workflow.plan.InvalidPlan` when the validator refuses a plan."""
     if not is_integer(points) or points < 0:
         raise ValueError(f"points must be a whole number >= 0, got {points!r}")
     if options.algorithm != "best":

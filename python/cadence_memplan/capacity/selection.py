@@ -1,6 +1,6 @@
 """Which tensors to keep in one memory of capacity C: the most weight, with a proved bound.
 
-This is the selection step of capacity-first planning (``_capacity.py``). Given the
+This is the selection step of capacity-first planning (``capacity/capacity_first.py``). Given the
 tensors that may go to one memory (``candidates``), their inclusive lifetimes
 ``[start, end]``, sizes and integer weights (bytes by default, or traffic),
 :class:`CapacitySelection` chooses the ones to keep by an integer program solved with
@@ -46,7 +46,7 @@ Size guard. A model with more than :data:`MAX_NONZEROS` nonzeros is not built:
 
 Work, not time. A solve is limited in units of work, counted from what HiGHS reports,
 never read off a clock; HiGHS runs on one thread, so a solve stopped by work is the same on
-every run (``_highs.py`` says what is charged, and how Ctrl-C stops a solve).
+every run (``capacity/highs.py`` says what is charged, and how Ctrl-C stops a solve).
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._highs import NONZEROS_PER_WORK, HighsModel, apply_cuts, build_model, check_status
-from ._highs import run as run_highs
-from ._highs import set_option as set_highs_option
-from ._selection_program import (
+from .._signals import sigint_deferred
+from .highs import NONZEROS_PER_WORK, HighsModel, apply_cuts, build_model, check_status
+from .highs import run as run_highs
+from .highs import set_option as set_highs_option
+from .selection_program import (
     MAX_NONZEROS,
     BoolArray,
     IntArray,
@@ -69,7 +70,6 @@ from ._selection_program import (
     check_scalar,
     exact_sum,
 )
-from ._signals import sigint_deferred
 
 __all__ = ["MAX_NONZEROS", "CapacitySelection", "Selection"]
 
