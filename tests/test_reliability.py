@@ -114,8 +114,7 @@ def test_gil_is_released_while_planning(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_same_input_same_plan_across_processes():
-    code = (
-        """
+    code = """
         import hashlib, cadence_memplan
         from cadence_memplan.synthetic import synthetic_graph
         digest = hashlib.sha256()
@@ -127,9 +126,7 @@ def test_same_input_same_plan_across_processes():
             for array in (result.mem_ids, result.offsets, result.bufsizes, *result.memory_order):
                 digest.update(array.tobytes())
         print(digest.hexdigest())
-    """
-        % BEST_WORK
-    )
+    """.replace("BEST_WORK", str(BEST_WORK))
     digests = set()
     for hash_seed in ("0", "1", "random"):
         child = run_python(code, env={**os.environ, "PYTHONHASHSEED": hash_seed})
