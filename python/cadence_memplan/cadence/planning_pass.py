@@ -464,8 +464,8 @@ def _plan_around_submodules(
     placer put them (``ArenaPlacer`` moves one only where the placer could not avoid
     those bytes, as for pinned offsets, or fails); then the graph's own tensors placed
     around what the submodules and the enclosing graphs hold, while they hold it."""
-    # A reordering (scheduling.Reordering) wraps the placer: its config is the placer's.
-    config = getattr(algo, "memory_config", None) or algo.algo.memory_config
+    # Wrappers (scheduling.Reordering, the sweep's recorder) forward the placer's config.
+    config = algo.memory_config
     placer = ArenaPlacer(
         graph_module,
         lambda mem_id: int(config.memory_alignments[mem_id - 1]),
