@@ -5,15 +5,21 @@ the ``-m`` runner ``cadence/patch.py`` must not (the runner refuses a bad
 ``CADENCE_MEMPLAN_ALGO`` before torch loads).
 
 Each module is imported in a fresh interpreter where importing torch or executorch
-raises, so the test holds whether or not they are installed.
+raises, so the test holds whether or not they are installed. Importing anything else
+outside the standard library and the package's declared dependencies (its metadata's
+``Requires-Dist`` for this Python, extras left out) raises there too: a module that
+happens to be installed here (``typing_extensions``, pulled in by the test tools) would
+be missing from a user's numpy-only install.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -27,10 +33,15 @@ TORCH_SIDE_OF_STAGING = ("cadence_memplan.staging.graph", "cadence_memplan.stagi
 _IMPORT_ALL = """
 import importlib, importlib.abc, json, sys
 
+declared = set(json.loads(sys.argv[2]))
+
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "executorch"):
+        top = name.split(".")[0]
+        if top in ("torch", "executorch"):
             raise ImportError(f"blocked: {name}")
+        if top not in sys.stdlib_module_names and top not in declared:
+            raise ImportError(f"not a declared dependency: {name}")
         return None
 
 sys.meta_path.insert(0, Blocked())
@@ -60,9 +71,35 @@ def numpy_only_modules() -> list[str]:
     return modules
 
 
+def declared_dependencies() -> list[str]:
+    """The import names of the package's own dependencies on this Python (their
+    distribution names: numpy, highspy, tomli), and the package itself."""
+    names = ["cadence_memplan"]
+    for requirement in metadata.requires("cadence-memplan") or []:
+        name, _, marker = requirement.partition(";")
+        if "extra" in marker or (marker and not _marker_holds(marker)):
+            continue
+        names.append(re.split(r"[<>=!~\[ ]", name.strip(), maxsplit=1)[0].replace("-", "_"))
+    return names
+
+
+def _marker_holds(marker: str) -> bool:
+    """Whether a ``python_version`` marker holds here (the only kind the package uses)."""
+    found = re.fullmatch(r"\s*python_version\s*(<|>=)\s*['\"](\d+)\.(\d+)['\"]\s*", marker)
+    assert found, f"a dependency marker this test cannot read: {marker!r}"
+    version = (int(found[2]), int(found[3]))
+    return sys.version_info[:2] < version if found[1] == "<" else sys.version_info[:2] >= version
+
+
 def import_failures(modules: list[str]) -> dict[str, str]:
     done = subprocess.run(
-        [sys.executable, "-c", _IMPORT_ALL, json.dumps(modules)],
+        [
+            sys.executable,
+            "-c",
+            _IMPORT_ALL,
+            json.dumps(modules),
+            json.dumps(declared_dependencies()),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -76,6 +113,13 @@ def test_nothing_outside_cadence_exir_and_boundary_imports_torch() -> None:
     assert "cadence_memplan.workflow.plan" in modules
     assert "cadence_memplan.cli.main" in modules
     assert import_failures(modules) == {}
+
+
+def test_the_declared_dependencies_are_read() -> None:
+    declared = declared_dependencies()
+    assert {"cadence_memplan", "numpy", "highspy"} <= set(declared)
+    assert ("tomli" in declared) == (sys.version_info < (3, 11))
+    assert "executorch" not in declared  # an extra
 
 
 @pytest.mark.parametrize("module", ["cadence_memplan.cadence.algorithms", "cadence_memplan.exir"])

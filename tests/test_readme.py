@@ -97,9 +97,8 @@ def test_the_formats_page_examples_read_as_their_formats(tmp_path: Path) -> None
         "sram",
         "dram",
     ]
-    if sys.version_info >= (3, 11):  # tomllib
-        (tmp_path / "memories.toml").write_text(tomls[0][1])
-        assert len(read_memory_config(tmp_path / "memories.toml")) == 2
+    (tmp_path / "memories.toml").write_text(tomls[0][1])
+    assert len(read_memory_config(tmp_path / "memories.toml")) == 2
 
 
 def test_the_formats_page_size_example_is_what_size_writes() -> None:

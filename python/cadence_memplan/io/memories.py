@@ -37,7 +37,6 @@ past 2^32 (the 32-bit address space of Cadence's DSPs).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from pathlib import Path
 
 from .._validation import MAX_BYTE_VALUE, check_memories, closest, is_integer
 from ..request.hierarchy import Hierarchy, Memory
+from .documents import parse_document
 
 __all__ = [
     "DEFAULT_MEMORY_SPEC",
@@ -225,15 +225,7 @@ def read_memory_config(path: str | os.PathLike[str]) -> Hierarchy:
     if suffix not in (".json", ".toml"):
         raise ValueError(f"{where}: expected a .json or .toml file")
     try:
-        if suffix == ".toml":
-            try:
-                import tomllib
-            except ImportError as error:  # Python 3.10
-                raise ValueError(f"{where}: TOML needs Python 3.11 or newer; use JSON") from error
-
-            document: object = tomllib.loads(text)
-        else:
-            document = json.loads(text)
+        document = parse_document(text, toml=suffix == ".toml")
     except ValueError as error:  # json.JSONDecodeError and tomllib.TOMLDecodeError
         if str(error).startswith(where):
             raise

@@ -14,12 +14,11 @@ transcendental functions ``transcendental_flops``; copies and views count 0.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import tomllib
+from ..io.documents import parse_document
 
 __all__ = ["DEFAULT_COST_MODEL", "CostModel", "load_cost_model"]
 
@@ -67,7 +66,7 @@ def load_cost_model(path: str | os.PathLike[str]) -> CostModel:
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
-        values = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
+        values = parse_document(text, toml=file.suffix != ".json")
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise ValueError(f"cannot read the cost model {str(file)!r}: {error}") from error
     if not isinstance(values, dict):
