@@ -46,6 +46,7 @@ from .printing import (
     print_reorder,
     print_report,
 )
+from .program_methods import METHOD_REFUSALS, run_methods
 from .progress import Progress
 
 
@@ -146,6 +147,13 @@ def run(arguments: argparse.Namespace) -> int:
             print(f"{name:<16}{description}")
         return 0
     request = CommandRequest.read(arguments)
+    request.refuse_methods(
+        [
+            (f"--{name.replace('_', '-')}", bool(getattr(arguments, name)))
+            for name in ("out", "out_minimalloc", "trace", "plot", "compare", "stage")
+        ],
+        METHOD_REFUSALS,
+    )
     minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, request.memories)
     outputs = checked_outputs(
         [
@@ -165,6 +173,8 @@ def run(arguments: argparse.Namespace) -> int:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     if arguments.stage and not request.what.is_model:
         raise CliError("--stage: for models only (a CSV or synthetic input has no graph)")
+    if request.what.methods:
+        return run_methods(request, arguments, outputs)
     ours, upstream, comparison, staging = _plan(request)
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
     for line in staging[0].lines() if staging else ():
