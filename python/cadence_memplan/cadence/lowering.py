@@ -10,6 +10,7 @@ the program and the plan as a :class:`~cadence_memplan.stats.TensorTable`.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ __all__ = [
     "lower_exported",
     "lower_methods",
     "memory_config",
+    "method_edge",
     "node_writers",
     "program_table",
     "run_planning",
@@ -101,6 +103,15 @@ def lower_methods(exported: dict[str, Any], lowering: str) -> EdgeProgramManager
     return EdgeProgramManager(
         {name: edge.exported_program() for name, edge in lowered.items()},
         compile_config=first.compile_config,
+    )
+
+
+def method_edge(edge: EdgeProgramManager, method: str) -> EdgeProgramManager:
+    """One method of a program of several as an edge program of its own (its exported
+    program copied, the compile config kept): what ``size`` sizes a method with."""
+    return EdgeProgramManager(
+        {method: copy.deepcopy(edge.exported_program(method))},
+        compile_config=edge.compile_config,
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from executorch.exir import EdgeProgramManager, ExecutorchProgramManager
 
-from .._boundary.mutable_state import UnsharedStateWarning, method_buffers
+from .._boundary.mutable_state import UnsharedStateWarning, check_unshared, method_buffers
 from .._boundary.tensorspecs import allocated_sizes, read_placements
 from ..request import Memory, PlanningOptions
 from ..request.inputs import StateBuffer
@@ -27,7 +27,7 @@ from ..stats import TensorTable
 from .lowering import graph_table, run_planning
 from .memory_planning import CadenceMemoryPlanning
 
-__all__ = ["PlannedMethods", "plan_methods", "state_buffers"]
+__all__ = ["PlannedMethods", "plan_methods", "state_buffers", "unshared_state"]
 
 
 @dataclass
@@ -102,3 +102,22 @@ def state_buffers(program: ExecutorchProgramManager, names: Sequence[str]) -> li
         if places:
             state.append(StateBuffer(fqn, size, places))
     return state
+
+
+def unshared_state(
+    programs: dict[str, ExecutorchProgramManager], strict: bool, planner: str
+) -> list[str]:
+    """The unshared-state warning (``check_unshared``'s words) for methods each planned in
+    a program of its own (``{method: program}``, as ``size`` plans them), returned, not
+    raised as a warning; ``UnsharedStateError`` when ``strict``."""
+    methods = [
+        method_buffers(
+            program.exported_program(name).graph_module,
+            program.exported_program(name).graph_signature,
+        )
+        for name, program in programs.items()
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnsharedStateWarning)
+        check_unshared(methods, strict, planner)
+    return [str(w.message) for w in caught if issubclass(w.category, UnsharedStateWarning)]

@@ -8,12 +8,13 @@ refused by ``plan_command`` before any work; ``--pte`` writes the whole program.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..io.memories import Memory
 from ..io.outputs import OutputFiles
-from ..request.inputs import ProgramPlan, StateBuffer
+from ..request.inputs import LoweringError, ProgramPlan, StateBuffer
 from ..stats import format_bytes, memory_stats, plural
 from ..workflow.plan import check_control_flow, check_plan, plan_program
 from .common import EXIT_PLANNING_FAILED, CliError, warn, writing_outputs
@@ -21,7 +22,13 @@ from .explaining import TensorNames, print_explanation
 from .planning_request import CommandRequest
 from .printing import format_seconds, percent_used, print_report, print_table
 
-__all__ = ["METHOD_REFUSALS", "print_program", "run_methods", "unshared_warning"]
+__all__ = [
+    "METHOD_REFUSALS",
+    "print_program",
+    "run_methods",
+    "unshared_in_cli_words",
+    "unshared_warning",
+]
 
 # What plan says instead of an output a program of several methods cannot take.
 METHOD_REFUSALS = "plan prints each method and the program, and --pte writes the whole program"
@@ -32,13 +39,22 @@ def unshared_warning(message: str) -> str:
     return message.replace("share_mutable_buffers=True", "--share-mutable-buffers")
 
 
+@contextlib.contextmanager
+def unshared_in_cli_words() -> Iterator[None]:
+    """``--strict-sharing``'s error (a :class:`LoweringError`) in the command line's words."""
+    try:
+        yield
+    except LoweringError as error:
+        raise LoweringError(unshared_warning(str(error))) from error
+
+
 def run_methods(
     request: CommandRequest, arguments: argparse.Namespace, outputs: OutputFiles
 ) -> int:
     """``plan`` of a program of several methods (``request.what.methods``)."""
     options, progress = request.options, request.progress
     assert options is not None, "planned() first"
-    with request.loaded("plan") as loaded:
+    with request.loaded("plan") as loaded, unshared_in_cli_words():
         planned = plan_program(loaded, request.memories, options, progress=progress)
     for message in planned.warnings:  # never silent: --quiet keeps warnings
         warn(unshared_warning(message))
