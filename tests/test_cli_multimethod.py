@@ -140,7 +140,7 @@ def test_plan_shares_the_state_and_sizes_each_memory_for_the_largest_method(
     pte = tmp_path / "stream.pte"
     result = run(
         "plan", archives["streaming"], "--memory", MEMORIES, "--share-mutable-buffers",
-        "--pte", pte, "-q", timeout=MODEL_TIMEOUT,
+        "--pte", pte, "--explain", "-q", timeout=MODEL_TIMEOUT,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr
@@ -167,6 +167,11 @@ def test_plan_shares_the_state_and_sizes_each_memory_for_the_largest_method(
         in result.stdout
     )
     assert "  state (256 B): fast+0 in init, step" in result.stdout
+    for method in STREAMING.methods:  # --explain, under each method's report
+        block = result.stdout.split(f"streaming.pt2 method {method}:")[1]
+        block = block.split("\nstreaming.pt2")[0]  # up to the next method's, or the program's
+        assert "explain fast (memory 1): peak usage" in block
+    assert f"wrote program: {pte}" in result.stdout
     assert run_on_runtime(STREAMING, pte.read_bytes()).equal
 
 
