@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from plan_tables import NODES, live_bytes_by_node, planned_tables
 
 from cadence_memplan.analysis.explain import explain_peaks, holes_below
+from cadence_memplan.cli.explaining import TensorNames, print_explanation
 from cadence_memplan.io import Memory, plan_schema, read_plan_file
 from cadence_memplan.stats import TensorTable, format_bytes
 
@@ -115,6 +116,26 @@ def test_explain_counts_the_bytes_control_flow_submodules_write() -> None:
     assert peak.hole_offsets.tolist() == [80, 300]
     assert peak.hole_sizes.tolist() == [20, 20]
     assert peak.hole_bytes == peak.gap - peak.submodule_bytes
+
+
+def test_a_memory_only_submodules_write_to_is_not_called_empty(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A memory that holds only tensors a control-flow submodule writes has no peak live
+    (no node of its own), but its tensors are alive: the explanation does not say none is."""
+    table = TensorTable(
+        ["x", "cond/submodule_0/a"],
+        mem_ids=np.array([1, 2]),
+        offsets=np.array([0, 0]),
+        sizes=np.array([16, 32]),
+        starts=np.array([0, 1]),
+        ends=np.array([2, 1]),
+        shares_storage=np.array([0, 1], bool),
+    )
+    memories = [Memory("fast", 64, 16), Memory("slow", 1024, 16)]
+    print_explanation(explain_peaks(table, 2), memories, TensorNames(table))
+    slow = capsys.readouterr().out.split("explain slow (memory 2): ")[1]
+    assert "no tensor of this memory but those control-flow submodules write is ever alive" in slow
 
 
 # --------------------------------------------------------------------------- command line

@@ -120,7 +120,13 @@ def print_explanation(
             f" {_bytes(peak.peak_live_bytes)}: {gap}"
         )
         if peak.peak_node < 0:
-            print("  no tensor of this memory is ever alive")
+            in_memory = table.mem_ids == peak.mem_id
+            if (in_memory & table.in_submodule).any():  # not in the peak live, but alive
+                print(
+                    "  no tensor of this memory but those control-flow submodules write is ever alive"
+                )
+            else:
+                print("  no tensor of this memory is ever alive")
             continue
         live = peak.live_rows
         print(
