@@ -151,9 +151,12 @@ def insert_copies(graph: GraphProblem, schedule: Sequence[Copy], dialect: str = 
                         if dialect == "exir"
                         else copier.idma_before(issue, wait_at, value, copy.kind)
                     )
+                    # A later copy of the tensor (a load after a store) copies this one.
+                    graph.tensor_of[copies[value]] = copy.tensor
                     inserted += 1
                 node.replace_input_with(value, copies[value])
                 rewired.append((node, value, copies[value]))
+        skipped += not copies
     graph.graph_module.recompile()
     return Rewrite(inserted, skipped, tuple(copier.added), tuple(rewired))
 
