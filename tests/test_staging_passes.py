@@ -113,6 +113,10 @@ def test_exir_pass_stages_and_runs_bitwise(name: str) -> None:
     assert staged.buffer != plain.buffer
     assert len(calls) == (4 if name == "decoder" else 1)
     assert outputs(staged, calls) == outputs(plain, calls)
+    explained = report.explain(limit=2)
+    assert explained[0].startswith(f"explain staging: {len(report.choice.schedule)} copies model")
+    first = report.choice.schedule[0]
+    assert explained[1].startswith(f"  {first.kind} {report.problem.name(first.tensor)} (")
 
 
 def test_exir_pass_leaves_the_program_unstaged_when_staging_does_not_pay() -> None:
@@ -128,6 +132,7 @@ def test_exir_pass_leaves_the_program_unstaged_when_staging_does_not_pay() -> No
     assert planning.last_rewrite.inserted == 0
     assert planning.last_staging is not None
     assert planning.last_staging.staged.cycles == planning.last_staging.static.cycles
+    assert planning.last_staging.explain()[0].startswith("explain staging: nothing staged")
     assert_valid_exir_plan(staged)
     assert staged.buffer == plain.buffer
 

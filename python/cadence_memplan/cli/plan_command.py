@@ -169,6 +169,8 @@ def run(arguments: argparse.Namespace) -> int:
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
     for line in staging[0].lines() if staging else ():
         print(line)
+    for line in staging[0].explain() if staging and arguments.explain else ():
+        print(line)
     written: list[str] = []  # printed once every output is in place
     progress = request.progress
     with writing_outputs(outputs) as partial:
