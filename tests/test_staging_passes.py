@@ -238,3 +238,48 @@ def test_a_pass_that_raises_takes_its_copies_out(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(RuntimeError, match="planning failed"):
         planning.run(graph_module, signature)
     assert graph_module.code == before
+
+
+@pytest.mark.slow  # two lowerings and plans of the decoder through plan_input: about 40 s
+@pytest.mark.parametrize("lowering", ["exir", "cadence"])
+def test_plan_input_plans_the_staged_program(lowering: str) -> None:
+    """``PlanningOptions(stage=True)`` (``plan --stage``): the plan is the staged
+    program's, through the Cadence drop-in (its copies clones on exir's lowering, idma
+    copies on Cadence's), it passes the validator, and on exir's lowering the program runs
+    on the portable runtime over four steps bit for bit as the unstaged one."""
+    from cadence_memplan.io.memories import parse_memory_spec
+    from cadence_memplan.request import PlanningOptions
+    from cadence_memplan.workflow.plan import check_plan, load_input, plan_input
+
+    memories = parse_memory_spec("fast=22KiB:16,slow=1MiB:16")
+    loaded = load_input("decoder", lowering=lowering)
+    options = PlanningOptions(algorithm="best", lowering=lowering)  # type: ignore[arg-type]
+    plain = plan_input(loaded, memories, options)
+    staged = plan_input(loaded, memories, options.replace(stage=True))
+    assert plain.staging is None
+    report = staged.staging
+    assert report is not None
+    assert report.staged.cycles < report.static.cycles
+    for planned in (plain, staged):
+        assert check_plan(planned.table, memories) is None
+    copy_op = "aten.clone.out" if lowering == "exir" else "cadence.idma_copy.out"
+    added = count(staged.program, copy_op) - count(plain.program, copy_op)
+    # Stores waited for at the graph's end have no op to go before (Rewrite.skipped).
+    assert 0 < added <= len(report.choice.schedule)
+    assert len(staged.table.labels) > len(plain.table.labels)
+    if lowering == "exir":
+        _, inputs = build_model("decoder")
+        calls = example_calls("decoder", inputs)
+        assert outputs(staged.program, calls) == outputs(plain.program, calls)
+
+
+def test_stage_refused_where_it_does_not_apply() -> None:
+    from cadence_memplan.request import PlanningOptions
+    from cadence_memplan.workflow.plan import sweep_input
+
+    with pytest.raises(ValueError, match="cost_model goes with stage=True"):
+        PlanningOptions(cost_model="model.toml")
+    with pytest.raises(TypeError, match="stage must be True or False"):
+        PlanningOptions(stage="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not to a sweep"):
+        sweep_input("decoder", [], 0, [1024], PlanningOptions(stage=True))

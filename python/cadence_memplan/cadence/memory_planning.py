@@ -50,7 +50,7 @@ from torch.fx.passes.infra.pass_base import PassResult
 from .._boundary import upstream
 from .._boundary.mutable_state import check_unshared, method_buffers
 from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
-from .._validation import is_integer
+from .._validation import check_choice, is_integer
 from ..scheduling import Reorder, Reordering
 from ..staging.cost_model import CostModel, cost_model_of
 from ..staging.report import StagingReport
@@ -139,8 +139,10 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     ``CostModel``, a JSON or TOML file, None: the default) become Cadence's
     ``idma_load``/``idma_store`` and ``idma_wait``, whose fast copies Cadence's
     constraints pin to memory 1, and ``SimplifyIdmaOpsPass`` makes them ``idma_copy``
-    after planning. The choice is the static plan, no copy at all, unless its modelled
-    cycles are fewer; ``last_staging`` (a ``StagingReport``) and ``last_rewrite`` then
+    after planning (``stage_dialect="exir"``: clones instead, which the portable runtime
+    runs, for a program ``to_edge`` made). The choice is the static plan, no copy at all,
+    unless its modelled cycles are fewer; ``last_staging`` (a ``StagingReport``) and
+    ``last_rewrite`` then
     say what it did. If planning raises, the copies are taken out again. Not with
     ``share_mutable_buffers=True``, which plans after ``run`` has returned.
     """
@@ -167,6 +169,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         strict_sharing: bool | None = None,
         stage: bool = False,
         cost_model: CostModel | str | os.PathLike[str] | None = None,
+        stage_dialect: str = "cadence",
     ) -> None:
         self.reorder = self.reorder_by_default if reorder is None else bool(reorder)
         self.share_mutable_buffers = (
@@ -176,6 +179,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
             self.strict_by_default if strict_sharing is None else bool(strict_sharing)
         )
         self.cost_model = _staging_model(stage, cost_model, self.share_mutable_buffers)
+        check_choice("stage_dialect", stage_dialect, ("cadence", "exir"))
+        self.stage_dialect = stage_dialect
         self._pending: list[PendingMethod] = []
         # The algorithm classes check memory_config when upstream's __init__ builds them.
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
@@ -280,7 +285,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
             self.cost_model,
             int(self.memory_config.memory_sizes[0]),
             int(alignments[0]),
-            "cadence",
+            self.stage_dialect,
         )
         return rewrite
 

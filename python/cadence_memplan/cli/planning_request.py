@@ -201,6 +201,8 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
             alloc_outputs=arguments.alloc_outputs,
             reorder=reorder,
             lowering=arguments.lowering,
+            stage=getattr(arguments, "stage", False),
+            cost_model=getattr(arguments, "cost_model", None),
         )
     except BestOnlyOption as error:
         flag = _FLAGS[error.option]

@@ -46,8 +46,11 @@ class PlanningOptions:
     and ``budget_ms`` are ``best``'s work budget (None: its default) and optional
     wall-clock cap, and ``objective`` what it keeps in memory 1 (``"traffic"``: models
     only); ``alloc_inputs``, ``alloc_outputs`` and ``reorder`` apply to models only, and
-    so does ``lowering`` ("cadence" or "exir"; arrays ignore it). Checked when made:
-    ValueError (:class:`BestOnlyOption` for what only ``best`` takes) or TypeError.
+    so does ``lowering`` ("cadence" or "exir"; arrays ignore it). ``stage`` (models, and
+    ``plan`` only) stages the program through memory 1 by DMA before planning it, under
+    the cost model in the file ``cost_model`` (None: the default; docs/staging.md).
+    Checked when made: ValueError (:class:`BestOnlyOption` for what only ``best`` takes)
+    or TypeError.
     """
 
     algorithm: Algorithm = "position"
@@ -58,6 +61,8 @@ class PlanningOptions:
     alloc_outputs: bool = True
     reorder: bool = False
     lowering: Lowering = "cadence"
+    stage: bool = False
+    cost_model: str | None = None  # a file: JSON or TOML
 
     def __post_init__(self) -> None:
         check_choice("algorithm", self.algorithm, ALGORITHMS)
@@ -70,9 +75,11 @@ class PlanningOptions:
             for option, default in (("work", None), ("budget_ms", None), ("objective", "bytes")):
                 if getattr(self, option) != default:
                     raise BestOnlyOption(option, self.algorithm)
-        for flag in ("alloc_inputs", "alloc_outputs", "reorder"):
+        for flag in ("alloc_inputs", "alloc_outputs", "reorder", "stage"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.cost_model is not None and not self.stage:
+            raise ValueError("cost_model goes with stage=True")
 
     @property
     def budget(self) -> Budget:

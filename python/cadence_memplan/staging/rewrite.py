@@ -28,17 +28,16 @@ import torch
 
 from .._boundary.upstream import edge_op
 from .choice import DEFAULT_STAGING_WORK
-from .cost_model import DEFAULT_COST_MODEL, CostModel, load_cost_model
+from .cost_model import CostModel
 from .graph import GraphProblem, problem_of, problem_of_graph
 from .problem import Copy
-from .report import StagingReport, stage_problem, staging_json
+from .report import StagingReport, stage_problem
 
 __all__ = [
     "Rewrite",
     "insert_copies",
     "remove_copies",
     "stage_graph",
-    "stage_lowered",
     "stage_program",
 ]
 
@@ -204,15 +203,3 @@ def stage_graph(
     graph = problem_of_graph(graph_module, signature, model)
     report = stage_problem(graph.problem, model, capacity, alignment, work_budget)
     return report, insert_copies(graph, report.choice.schedule, dialect)
-
-
-def stage_lowered(
-    edge: Any, fast_bytes: int, alignment: int, cost_model: str | None
-) -> tuple[StagingReport, dict[str, Any]]:
-    """``plan --stage``: the staging report of a lowered model (an ``EdgeProgramManager``,
-    left unchanged) for a fast memory of ``fast_bytes``, under the cost model in the file
-    ``cost_model`` (None: the default), and the ``--stage-out`` document."""
-    model = DEFAULT_COST_MODEL if cost_model is None else load_cost_model(cost_model)
-    graph = problem_of(edge.exported_program(), model)
-    report = stage_problem(graph.problem, model, fast_bytes, alignment)
-    return report, staging_json(graph.problem, report, model)
