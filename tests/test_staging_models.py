@@ -132,6 +132,13 @@ def test_stage_options_refused_without_a_model_or_stage(tmp_path: Path) -> None:
     csv.write_text(SMALL_CSV)
     assert "--stage: for models only" in error_line(run("plan", csv, "--stage"))
     assert "go with --stage" in error_line(run("plan", csv, "--cost-model", csv))
+    cost = tmp_path / "model.toml"
+    cost.write_text("bogus = 1\n")
+    refused = error_line(run("plan", "decoder", "--stage", "--cost-model", cost))
+    assert "--cost-model: cost model" in refused
+    assert "unknown bogus" in refused
+    refused = error_line(run("plan", "decoder", "--stage", "--compare"))
+    assert "--compare checks placements against upstream's" in refused
 
 
 @pytest.mark.slow  # Cadence's lowering and compiler: about 20 s

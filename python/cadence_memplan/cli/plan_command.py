@@ -169,6 +169,10 @@ def run(arguments: argparse.Namespace) -> int:
         raise CliError("--stage: for models only (a CSV or synthetic input has no graph)")
     if arguments.stage and arguments.compare and options.algorithm != "best":
         raise CliError("--compare checks placements against upstream's, which do not stage")
+    try:  # before the lowering, which takes far longer than reading the file
+        cost_model = cost_model_of(arguments.cost_model)
+    except ValueError as error:
+        raise CliError(f"--cost-model: {error}") from error
     ours, upstream, comparison, staging = _plan(request)
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
     for line in staging.lines() if staging else ():
@@ -180,7 +184,7 @@ def run(arguments: argparse.Namespace) -> int:
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
         if staging and arguments.stage_out:
-            document = staging_json(staging.problem, staging, cost_model_of(arguments.cost_model))
+            document = staging_json(staging.problem, staging, cost_model)
             write_staging(partial(arguments.stage_out), document)
             written.append(f"wrote the staging copies to {arguments.stage_out}")
     for line in written:
