@@ -283,3 +283,23 @@ def test_stage_refused_where_it_does_not_apply() -> None:
         PlanningOptions(stage="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not to a sweep"):
         sweep_input("decoder", [], 0, [1024], PlanningOptions(stage=True))
+
+
+def test_exir_pass_stages_in_its_other_modes() -> None:
+    """Staging comes first, then ``smallest``, ``reorder`` and the storage-reuse check
+    plan and check the staged graph: the decoder still runs bit for bit."""
+    edge, calls = lowered("decoder")
+    plain = copy.deepcopy(edge).to_executorch()
+    planning = memory_planning_pass(
+        stage=True,
+        fast_memory_bytes=fast_bytes(edge),
+        smallest=True,
+        reorder=True,
+        verify_storage_reuse=True,
+    )
+    staged = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    assert planning.last_rewrite is not None
+    assert planning.last_rewrite.inserted > 0
+    assert planning.last_reorder is not None
+    assert_valid_exir_plan(staged)
+    assert outputs(staged, calls) == outputs(plain, calls)
