@@ -303,3 +303,41 @@ def test_exir_pass_stages_in_its_other_modes() -> None:
     assert planning.last_reorder is not None
     assert_valid_exir_plan(staged)
     assert outputs(staged, calls) == outputs(plain, calls)
+
+
+@pytest.mark.slow  # Cadence's lowering: about 15 s
+def test_cadence_drop_in_that_fails_takes_its_copies_out() -> None:
+    """Staged, then Cadence's placer finds no room (slow memory too small): no copy is
+    left in the graph, which has the nodes the pass got (Cadence's constraints have made
+    some of them nops, as without staging), and every spec's placement is as it was."""
+    from executorch.backends.cadence.aot.pass_utils import CompileMode
+    from executorch.exir.passes import MemoryPlanningPass
+
+    from cadence_memplan import CadenceMemoryPlanning
+    from cadence_memplan.cadence.lowering import lower_exported, memory_config
+    from cadence_memplan.cadence.memory_planning import SpecSnapshot
+    from cadence_memplan.cadence.sweep import PLANNING_FAILURES
+    from cadence_memplan.io.memories import parse_memory_spec
+
+    model, inputs = build_model("decoder")
+    edge = lower_exported(torch.export.export(model, inputs, strict=True), "cadence")
+    capacity = fast_bytes(edge) // 16 * 16
+    captured: list[tuple[Any, Any]] = []
+
+    class Capture(MemoryPlanningPass):  # type: ignore[misc]
+        def run(self, graph_module: Any, graph_signature: Any = None) -> Any:
+            captured.append((copy.deepcopy(graph_module), graph_signature))
+            return super().run(graph_module, graph_signature)
+
+    edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=Capture()))
+    graph_module, signature = captured[0]
+    nodes, placements = list(graph_module.graph.nodes), SpecSnapshot(graph_module).saved
+    config = memory_config(parse_memory_spec(f"fast={capacity}:16,slow=1KiB:16"))
+    planning = CadenceMemoryPlanning(config, CompileMode.DEFAULT, 2, stage=True)
+    with pytest.raises(PLANNING_FAILURES):
+        planning.run(graph_module, signature)
+    assert planning.last_staging is not None
+    assert planning.last_staging.choice.schedule  # it had staged
+    assert list(graph_module.graph.nodes) == nodes
+    assert "idma" not in graph_module.code
+    assert SpecSnapshot(graph_module).saved == placements
