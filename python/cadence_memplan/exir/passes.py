@@ -252,8 +252,8 @@ def memory_planning_pass(
     runs, and the graph is planned as without it. The choice is the static plan, no copy
     at all, unless its modelled cycles are fewer. The pass's ``last_staging`` (a
     ``StagingReport``: the modelled cycles of the static and staged plans) and
-    ``last_rewrite`` then say what it did; exir plans one memory, so where memory 1 is
-    fast memory, the copies are what a device's flow places there."""
+    ``last_rewrite`` then say what it did. exir plans one memory: the fast memory is the
+    size the staging models, not a second arena."""
     model = _check_staging(stage, fast_memory_bytes, cost_model)
     if smallest and not allow_overlapping_allocations:
         raise ValueError(
