@@ -285,13 +285,17 @@ def test_every_exir_mode(name: str, options: dict[str, bool], edges: Any) -> Non
 # --------------------------------------------------------------------------- the command line
 
 
-def test_a_multi_program_archive_is_a_clear_error(tmp_path: Any) -> None:
+def test_a_multi_program_archive_loads_every_method(tmp_path: Any) -> None:
     from stateful_programs import export_methods
     from torch.export.pt2_archive._package import package_pt2
 
-    from cadence_memplan.workflow.plan import InputError, load_input
+    from cadence_memplan.request import PlanningOptions
+    from cadence_memplan.workflow.plan import InputError, load_input, plan_input
 
     archive = tmp_path / "both.pt2"
     package_pt2(str(archive), exported_programs=export_methods(STREAMING))
-    with pytest.raises(InputError, match=r"holds 2 programs \(init, step\): the command line"):
-        load_input(archive, lowering="exir")
+    loaded = load_input(archive, lowering="exir")
+    assert loaded.input.methods == ("init", "step")
+    assert set(loaded.edge.methods) == {"init", "step"}
+    with pytest.raises(InputError, match=r"holds 2 methods \(init, step\): plan_input"):
+        plan_input(loaded, [], PlanningOptions(lowering="exir"))

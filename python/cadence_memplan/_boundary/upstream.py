@@ -278,12 +278,10 @@ def deserialize_pte(data: bytes) -> Any:
     return deserialize_pte_binary(data)
 
 
-def pt2_program_names(path: Any) -> list[str] | None:
-    """The names of the programs a ``.pt2`` archive holds (torch's
-    ``pt2_archive._package.load_pt2``), or None when it cannot be read as one."""
-    try:
-        from torch.export.pt2_archive._package import load_pt2
+def load_pt2_programs(path: Any) -> dict[str, Any]:
+    """The programs a ``.pt2`` archive of several holds (torch's
+    ``pt2_archive._package.load_pt2``, the reader of ``package_pt2``'s archives), by
+    name, in the archive's order; raises what torch raises."""
+    from torch.export.pt2_archive._package import load_pt2
 
-        return list(load_pt2(path).exported_programs)
-    except Exception:  # noqa: BLE001  (not an archive of programs: the caller's error stands)
-        return None
+    return dict(load_pt2(path).exported_programs)

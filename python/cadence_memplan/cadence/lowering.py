@@ -10,6 +10,7 @@ the program and the plan as a :class:`~cadence_memplan.stats.TensorTable`.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,9 +53,12 @@ __all__ = [
     "graph_table",
     "lower_and_plan",
     "lower_exported",
+    "lower_methods",
     "memory_config",
+    "method_edge",
     "node_writers",
     "program_table",
+    "run_planning",
 ]
 
 
@@ -82,6 +86,33 @@ def lower_exported(exported: Any, lowering: str) -> EdgeProgramManager:
     from executorch.exir import to_edge
 
     return to_edge(exported)
+
+
+def lower_methods(exported: dict[str, Any], lowering: str) -> EdgeProgramManager:
+    """:func:`lower_exported` of a program of several methods (``{name: exported}``), one
+    edge program holding them all, as exir's ``to_edge`` of a dict makes it; Cadence's
+    lowering takes one program at a time, so each method is lowered alone and the edge
+    programs put together with the first one's compile config."""
+    _check_lowering(lowering)
+    if lowering == "exir":
+        from executorch.exir import to_edge
+
+        return to_edge(exported)
+    lowered = {name: lower_exported(program, lowering) for name, program in exported.items()}
+    first = next(iter(lowered.values()))
+    return EdgeProgramManager(
+        {name: edge.exported_program() for name, edge in lowered.items()},
+        compile_config=first.compile_config,
+    )
+
+
+def method_edge(edge: EdgeProgramManager, method: str) -> EdgeProgramManager:
+    """One method of a program of several as an edge program of its own (its exported
+    program copied, the compile config kept): what ``size`` sizes a method with."""
+    return EdgeProgramManager(
+        {method: copy.deepcopy(edge.exported_program(method))},
+        compile_config=edge.compile_config,
+    )
 
 
 def backend_config(lowering: str, memory_planning_pass: Any) -> ExecutorchBackendConfig:
@@ -127,6 +158,18 @@ class TimedPlanning:
         began = time.perf_counter()
         try:
             return self.inner.run(graph_module, graph_signature)
+        finally:
+            self.pass_seconds += time.perf_counter() - began
+
+    def run_multimethod(self) -> None:
+        """exir's call after every method's ``run``, passed on (ours plans a program's
+        methods together there, or warns of unshared state; upstream's has none)."""
+        inner = getattr(self.inner, "run_multimethod", None)
+        if inner is None:
+            return
+        began = time.perf_counter()
+        try:
+            inner()
         finally:
             self.pass_seconds += time.perf_counter() - began
 
@@ -298,27 +341,8 @@ def lower_and_plan(
     ``CadenceMemoryPlanning``) as the memory-planning pass, planned as ``options`` say, in
     the backend config of the lowering that made ``edge`` (``options.lowering``); raises
     what the pass raises. ``who`` names the placer in the timings."""
-    pass_ = planning_class(
-        memory_config(memories),
-        compile_mode(options.lowering),
-        ALGORITHMS.index(options.algorithm),
-        alloc_graph_input=options.alloc_inputs,
-        alloc_graph_output=options.alloc_outputs,
-        **({"reorder": True} if options.reorder else {}),
-        **_staging_keywords(options),
-    )
-    if options.algorithm == "best":  # ours only: upstream's placers take no options
-        options.configure(pass_.algo)
-    planning = TimedPlanning(pass_)
-    began = time.perf_counter()
-    program = edge.to_executorch(backend_config(options.lowering, planning))
-    total_seconds = time.perf_counter() - began
+    pass_, program, timings = run_planning(edge, planning_class, memories, options, who)
     table, node_names = program_table(program, options.alloc_inputs, options.alloc_outputs)
-    timings = {
-        f"placer ({who})": planning.placer_seconds,
-        "memory-planning pass": planning.pass_seconds,
-        "whole to_executorch": total_seconds,
-    }
     result = getattr(pass_.algo, "last_result", None)  # ours only
     strategy = None if result is None else result.strategy
     reordered = getattr(pass_, "last_reorder", None)
@@ -345,6 +369,40 @@ def lower_and_plan(
     )
 
 
+def run_planning(
+    edge: EdgeProgramManager,
+    planning_class: type,
+    memories: Sequence[Memory],
+    options: PlanningOptions,
+    who: str,
+) -> tuple[Any, ExecutorchProgramManager, dict[str, float]]:
+    """(the pass, the program, the timings) of ``edge.to_executorch`` planned by
+    ``planning_class`` as ``options`` say, in the backend config of their lowering: the
+    one place the options become a ``CadenceMemoryPlanning``."""
+    pass_ = planning_class(
+        memory_config(memories),
+        compile_mode(options.lowering),
+        ALGORITHMS.index(options.algorithm),
+        alloc_graph_input=options.alloc_inputs,
+        alloc_graph_output=options.alloc_outputs,
+        **({"reorder": True} if options.reorder else {}),
+        **options.sharing_arguments,
+        **_staging_keywords(options),
+    )
+    if options.algorithm == "best":  # ours only: upstream's placers take no options
+        options.configure(pass_.algo)
+    planning = TimedPlanning(pass_)
+    began = time.perf_counter()
+    program = edge.to_executorch(backend_config(options.lowering, planning))
+    total_seconds = time.perf_counter() - began
+    timings = {
+        f"placer ({who})": planning.placer_seconds,
+        "memory-planning pass": planning.pass_seconds,
+        "whole to_executorch": total_seconds,
+    }
+    return pass_, program, timings
+
+
 def _staging_keywords(options: PlanningOptions) -> dict[str, Any]:
     """``CadenceMemoryPlanning``'s keywords for ``options.stage`` (ours only): the copies
     are Cadence's idma ops on Cadence's lowering, clones on exir's."""
@@ -353,13 +411,15 @@ def _staging_keywords(options: PlanningOptions) -> dict[str, Any]:
     return {"stage": True, "cost_model": options.cost_model, "stage_dialect": options.lowering}
 
 
-def node_writers(program: ExecutorchProgramManager) -> list[tuple[str, str]]:
+def node_writers(
+    program: ExecutorchProgramManager, method: str = "forward"
+) -> list[tuple[str, str]]:
     """Per node of the planned graph (index = node index): the node that writes its tensor
     and that node's op (``aten.addmm.out``; ``placeholder`` for inputs). After
     ``to_executorch`` a tensor is an ``alloc`` node, written by the out-variant op that
     takes it as an ``out`` argument; any other node writes its own."""
     writers = []
-    for node in program.exported_program().graph_module.graph.nodes:
+    for node in program.exported_program(method).graph_module.graph.nodes:
         writer = node
         if node.op == "call_function" and op_name(node.target).endswith("memory.alloc"):
             takes_as_out = [

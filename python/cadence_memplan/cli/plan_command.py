@@ -48,6 +48,7 @@ from .printing import (
     print_reorder,
     print_report,
 )
+from .program_methods import METHOD_REFUSALS, run_methods
 from .progress import Progress
 
 
@@ -148,6 +149,13 @@ def run(arguments: argparse.Namespace) -> int:
             print(f"{name:<16}{description}")
         return 0
     request = CommandRequest.read(arguments)
+    request.refuse_methods(
+        [
+            (f"--{name.replace('_', '-')}", bool(getattr(arguments, name)))
+            for name in ("out", "out_minimalloc", "trace", "plot", "compare", "stage")
+        ],
+        METHOD_REFUSALS,
+    )
     minimalloc_paths = _minimalloc_paths(arguments.out_minimalloc, request.memories)
     outputs = checked_outputs(
         [
@@ -173,6 +181,8 @@ def run(arguments: argparse.Namespace) -> int:
         cost_model = cost_model_of(arguments.cost_model)
     except ValueError as error:
         raise CliError(f"--cost-model: {error}") from error
+    if request.what.methods:
+        return run_methods(request, arguments, outputs)
     ours, upstream, comparison, staging = _plan(request)
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
     for line in staging.lines() if staging else ():

@@ -106,6 +106,21 @@ def add_planning_options(parser: argparse.ArgumentParser, *, placer: bool = True
             action=argparse.BooleanOptionalAction,
             help=f"plan the graph's {what} (models only) (default: yes)",
         )
+    sharing = parser.add_mutually_exclusive_group()
+    sharing.add_argument(
+        "--share-mutable-buffers",
+        action="store_true",
+        help="a .pt2 of several methods only: place the methods' mutable state (every buffer"
+        " a method mutates) once, at one place in every method, in the fastest memory where"
+        " it fits beside every method's tensors (docs/stateful.md) (default: each method"
+        " its own copy, with a warning naming the buffers two methods use)",
+    )
+    sharing.add_argument(
+        "--strict-sharing",
+        action="store_true",
+        help="a .pt2 of several methods only: without --share-mutable-buffers, state that two"
+        " methods use is an error, not a warning",
+    )
 
 
 class _Once(argparse.Action):
@@ -191,6 +206,8 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
     model_options(arguments, what.is_model)
     objective = getattr(arguments, "objective", None)
     reorder = getattr(arguments, "reorder", False)
+    if getattr(arguments, "stage", False) and arguments.share_mutable_buffers:
+        raise CliError("--stage stages one method at a time: not with --share-mutable-buffers")
     try:
         options = PlanningOptions(
             algorithm=arguments.algo,
@@ -201,6 +218,8 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
             alloc_outputs=arguments.alloc_outputs,
             reorder=reorder,
             lowering=arguments.lowering,
+            share_mutable_buffers=arguments.share_mutable_buffers,
+            strict_sharing=arguments.strict_sharing,
             stage=getattr(arguments, "stage", False),
             cost_model=getattr(arguments, "cost_model", None),
         )
@@ -218,6 +237,12 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
         raise CliError("--reorder: for models only (a CSV or synthetic input has no node order)")
     if objective is not None and not what.is_model:
         raise CliError("--objective: for models only (a CSV or synthetic input has no graph)")
+    for flag in ("share_mutable_buffers", "strict_sharing"):
+        if getattr(options, flag) and not what.methods:
+            raise CliError(
+                f"--{flag.replace('_', '-')}: for a .pt2 archive of several methods only"
+                f" ({what.label} is one program, whose buffers no other method uses)"
+            )
     return options
 
 
@@ -239,6 +264,18 @@ class CommandRequest:
         with library_errors():
             what = resolve_input(DEFAULT_INPUT if arguments.input is None else arguments.input)
         return cls(arguments, progress, what, memories_from_arguments(arguments))
+
+    def refuse_methods(self, options: list[tuple[str, bool]], instead: str) -> None:
+        """Before any work: the ``options`` (flag, given) that a program of several
+        methods cannot take are refused for one (usage error), saying what to do
+        ``instead``."""
+        methods = self.what.methods
+        given = [flag for flag, present in options if present]
+        if methods and given:
+            raise CliError(
+                f"{', '.join(given)}: not for a program of several methods ({self.what.label}"
+                f" holds {', '.join(methods)}); {instead}"
+            )
 
     @property
     def inputs(self) -> list[str | Path | None]:

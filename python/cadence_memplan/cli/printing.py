@@ -120,9 +120,11 @@ def print_report(
             f"overall peak: {peak_bytes:,} bytes ({format_bytes(peak_bytes)}) alive at {node},"
             f" all memories together{inside}"
         )
-    print(
-        "planning time: " + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
-    )
+    if timings:  # a method of a program has the whole program's, said once
+        print(
+            "planning time: "
+            + ", ".join(f"{what} {format_seconds(s)}" for what, s in timings.items())
+        )
     if optimality is not None:
         if optimality.lower_bound is None and optimality.kept is not None:
             print(_kept_line(memories[0].name, optimality))

@@ -10,12 +10,20 @@ from .._types import OBJECTIVES
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..models import DEFAULT_INPUT
 from ..stats import format_bytes
-from ..workflow.size import DEFAULT_POINTS, MemorySizing, Sizing, size_input
-from .common import CliError, checked_outputs, whole_number, writing_outputs
+from ..workflow.size import DEFAULT_POINTS, MemorySizing, Sizing, size_input, size_methods
+from .common import (
+    CliError,
+    checked_outputs,
+    library_errors,
+    warn,
+    whole_number,
+    writing_outputs,
+)
 from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
 from .pools import add_pool_options, is_pte, print_program_memory, program_memory_of, write_pools
 from .printing import format_seconds, kept_terms, percent_used, print_table
+from .program_methods import unshared_in_cli_words, unshared_warning
 
 __all__ = ["add_parser", "print_sizing", "run"]
 
@@ -72,6 +80,11 @@ def run(arguments: argparse.Namespace) -> int:
 
         return run_pte(arguments)
     request = CommandRequest.read(arguments)
+    request.refuse_methods(
+        [("--json", bool(arguments.json)), ("--plot", bool(arguments.plot)),
+         ("--header", arguments.header is not None)],
+        "size prints each method and the program",
+    )  # fmt: skip
     outputs = checked_outputs(
         [
             (arguments.json, "--json", (".json",)),
@@ -86,6 +99,8 @@ def run(arguments: argparse.Namespace) -> int:
             "--header: for a model or a .pte only (a CSV or synthetic input has no program)"
         )
     progress = request.progress
+    if request.what.methods:
+        return _run_methods(request, arguments.points)
     with request.loaded("size") as loaded:
         sizing = size_input(
             loaded, request.memories, options, points=arguments.points, progress=progress
@@ -118,6 +133,67 @@ def run(arguments: argparse.Namespace) -> int:
         print(line)
     progress.done()
     return 0
+
+
+def _run_methods(request: CommandRequest, points: int) -> int:
+    """``size`` of a program of several methods: each method sized alone, then the
+    program (the largest method's figures)."""
+    options = request.options
+    assert options is not None
+    if options.share_mutable_buffers:
+        raise CliError(
+            "--share-mutable-buffers: size sizes each method alone (each its own copy of the"
+            " state); to check a size with the state shared, plan --share-mutable-buffers"
+            " --memory ... at that size"
+        )
+    with (
+        request.loaded("size") as loaded,
+        library_errors(request.memories, "best"),
+        unshared_in_cli_words(),
+    ):
+        try:
+            sizings, found = size_methods(
+                loaded, request.memories, options, points=points, progress=request.progress
+            )
+        except ValueError as error:
+            raise CliError(str(error)) from error
+    for message in found:  # never silent: --quiet keeps warnings
+        warn(unshared_warning(message))
+    for sizing in sizings.values():
+        print_sizing(sizing, points)
+        print()
+    print_program_sizing(request.what.label, sizings)
+    request.progress.done()
+    return 0
+
+
+def print_program_sizing(label: str, sizings: dict[str, Sizing]) -> None:
+    """The program of several methods as a whole: memory 1 holds every method's tensors
+    from the largest method's ``all_fit_from``, and no size below the largest lower
+    bound does."""
+    names = list(sizings)
+    first = next(iter(sizings.values()))
+    memory = first.sized[0].memory
+    largest = max(names, key=lambda name: sizings[name].sized[0].all_fit_from)
+    fits = sizings[largest].sized[0].all_fit_from
+    bound = max(sizing.sized[0].lower_bound for sizing in sizings.values())
+    verdict = (
+        "(proved optimal)"
+        if bound >= fits
+        else f"(not proved: no size below {bound:,} B holds them all)"
+    )
+    print(
+        f"{label}, the program: {len(names)} methods ({', '.join(names)}), each sized alone"
+        " with its own copy of the state"
+    )
+    print(
+        f"{memory.name}: every tensor of every method fits from {fits:,} B"
+        f" ({format_bytes(fits)}), the largest method's ({largest}) {verdict}"
+    )
+    print(
+        f"work: {sum(s.work for s in sizings.values()):,} units in"
+        f" {format_seconds(sum(s.seconds for s in sizings.values()))}"
+    )
 
 
 def print_sizing(sizing: Sizing, points: int) -> None:

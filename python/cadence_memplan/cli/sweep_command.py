@@ -69,6 +69,7 @@ def add_parser(commands: Any) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     request = CommandRequest.read(arguments)
+    request.refuse_methods([("sweep", True)], "plan and size take it (docs/stateful.md)")
     memories, progress = request.memories, request.progress
     try:
         varied = find_memory(memories, arguments.vary)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._types import NOTHING_SPENT, Objective, SearchSpent
-from ..stats import TensorTable
+from ..stats import TensorTable, memory_stats
 from .hierarchy import Hierarchy
 
 __all__ = [
@@ -28,7 +28,9 @@ __all__ = [
     "InvalidPlan",
     "LoadedInput",
     "LoweringError",
+    "ProgramPlan",
     "Progress",
+    "StateBuffer",
     "quiet",
 ]
 
@@ -74,11 +76,14 @@ class DoesNotFit(RuntimeError):
 @dataclass(frozen=True)
 class Input:
     """What an input names: ``kind`` is "model" (built-in), "archive" (``.pt2``), "csv"
-    or "arrays" (a built-in synthetic graph); ``path`` is the file, if any."""
+    or "arrays" (a built-in synthetic graph); ``path`` is the file, if any; ``methods``
+    the programs an archive of several holds (torch's ``package_pt2``), in its order,
+    empty for one program."""
 
     label: str
     kind: str
     path: Path | None = None
+    methods: tuple[str, ...] = ()
 
     @property
     def is_model(self) -> bool:
@@ -146,3 +151,45 @@ class InputPlan:
     @property
     def placer_seconds(self) -> float:
         return self.timings[OURS]
+
+
+@dataclass(frozen=True)
+class StateBuffer:
+    """One mutable buffer of a program of several methods (state some method mutates):
+    its name, its bytes, and where each method that uses it has it, ``(mem_id, offset)``."""
+
+    name: str
+    size: int
+    places: dict[str, tuple[int, int]]
+
+    @property
+    def shared(self) -> bool:
+        """At one place in every method that uses it."""
+        return len(set(self.places.values())) == 1
+
+
+@dataclass
+class ProgramPlan:
+    """A program of several methods planned together (one ``to_executorch``): each
+    method's plan (``methods``, by name, in the program's order; each an
+    :class:`InputPlan` of its own graph), the program, whether its mutable state was
+    shared (``share_mutable_buffers``), the state's buffers, the unshared-state warnings
+    the planner gave (never silent: a caller shows them), and the whole run's timings."""
+
+    input: Input
+    memories: Hierarchy
+    algorithm: str
+    lowering: str
+    methods: dict[str, InputPlan]
+    program: Any
+    share_mutable_buffers: bool
+    state: list[StateBuffer]
+    warnings: list[str]
+    timings: dict[str, float]
+
+    def arenas(self) -> list[int]:
+        """Per memory, the program's arena: the largest method's peak usage there (a
+        runtime gives every method the same buffer per memory id)."""
+        count = len(self.memories)
+        per_method = [memory_stats(plan.table, count) for plan in self.methods.values()]
+        return [max(stats[m].peak_usage for stats in per_method) for m in range(count)]

@@ -61,6 +61,8 @@ class PlanningOptions:
     alloc_outputs: bool = True
     reorder: bool = False
     lowering: Lowering = "cadence"
+    share_mutable_buffers: bool = False
+    strict_sharing: bool = False
     stage: bool = False
     cost_model: str | None = None  # a file: JSON or TOML
 
@@ -75,11 +77,29 @@ class PlanningOptions:
             for option, default in (("work", None), ("budget_ms", None), ("objective", "bytes")):
                 if getattr(self, option) != default:
                     raise BestOnlyOption(option, self.algorithm)
-        for flag in ("alloc_inputs", "alloc_outputs", "reorder", "stage"):
+        flags = ("alloc_inputs", "alloc_outputs", "reorder", "share_mutable_buffers")
+        for flag in (*flags, "strict_sharing", "stage"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.share_mutable_buffers and self.strict_sharing:
+            raise ValueError(
+                "strict_sharing applies without share_mutable_buffers (it makes unshared"
+                " state an error); with sharing every mutable buffer is shared"
+            )
         if self.cost_model is not None and not self.stage:
             raise ValueError("cost_model goes with stage=True")
+        if self.stage and self.share_mutable_buffers:
+            raise ValueError(
+                "stage stages each method as it is planned; share_mutable_buffers plans"
+                " the methods later, together: use one or the other"
+            )
+
+    @property
+    def sharing_arguments(self) -> dict[str, bool]:
+        """``share_mutable_buffers`` and ``strict_sharing`` as ``CadenceMemoryPlanning``
+        takes them, only those set (upstream's class takes neither)."""
+        names = ("share_mutable_buffers", "strict_sharing")
+        return {name: True for name in names if getattr(self, name)}
 
     @property
     def budget(self) -> Budget:

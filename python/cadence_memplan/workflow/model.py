@@ -15,10 +15,24 @@ from typing import Any
 from .._types import PlanningError
 from ..analysis.sweep import Planned
 from ..request import Hierarchy, Memory, PlanningOptions
-from ..request.inputs import DoesNotFit, InputPlan, LoadedInput, LoweringError, Progress
+from ..request.inputs import (
+    DoesNotFit,
+    InputError,
+    InputPlan,
+    LoadedInput,
+    LoweringError,
+    ProgramPlan,
+    Progress,
+)
 from ..stats import format_bytes
 
-__all__ = ["model_failures", "plan_model", "replanner", "sweep_planner"]
+__all__ = [
+    "model_failures",
+    "plan_model",
+    "plan_model_methods",
+    "replanner",
+    "sweep_planner",
+]
 
 
 def plan_model(
@@ -39,6 +53,47 @@ def plan_model(
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
         objective=options.objective, reorder=ours.reorder, spent=ours.spent,
         weights=ours.weights, staging=ours.staging,
+    )  # fmt: skip
+
+
+def plan_model_methods(
+    loaded: LoadedInput, memories: Hierarchy, options: PlanningOptions, progress: Progress
+) -> ProgramPlan:
+    """A program of several methods (a multi-method ``.pt2``, ``loaded.input.methods``)
+    planned by one ``to_executorch`` with our ``CadenceMemoryPlanning``, its methods
+    together (``cadence_memplan.cadence.methods.plan_methods``): each method's plan, the
+    state's buffers and the unshared-state warnings. With ``options.strict_sharing``,
+    state two methods use unshared is a :class:`LoweringError`; a tensor that fits
+    nowhere, :class:`DoesNotFit`."""
+    names = loaded.input.methods
+    if not names:
+        raise InputError(f"{loaded.input.label} is one program: plan it with plan_input")
+    from .._boundary.mutable_state import UnsharedStateError
+    from ..cadence.methods import plan_methods
+
+    how = "their state shared" if options.share_mutable_buffers else "each on its own"
+    progress(f"planning {len(names)} methods in to_executorch, {how}")
+    try:
+        with model_failures():
+            planned = plan_methods(loaded.edge_copy(), names, memories, options)
+    except UnsharedStateError as error:
+        raise LoweringError(f"cannot plan {loaded.input.label}: {error}") from error
+    methods = {
+        name: InputPlan(
+            loaded.input,
+            memories,
+            options.algorithm,
+            loaded.lowering,
+            table,
+            {},
+            node_names,
+            objective=options.objective,
+        )
+        for name, (table, node_names) in planned.tables.items()
+    }
+    return ProgramPlan(
+        loaded.input, memories, options.algorithm, loaded.lowering, methods, planned.program,
+        options.share_mutable_buffers, planned.state, planned.warnings, planned.timings,
     )  # fmt: skip
 
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 import time
+import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .._types import PlanningError, SearchSpent
@@ -45,6 +46,7 @@ from ..request.inputs import (
     InvalidPlan,
     LoadedInput,
     LoweringError,
+    ProgramPlan,
     Progress,
     quiet,
 )
@@ -60,12 +62,15 @@ __all__ = [
     "LoadedInput",
     "LoweringError",
     "PlanningOptions",
+    "archive_methods",
     "check_control_flow",
     "check_plan",
     "load_input",
     "plan_arrays",
     "plan_input",
+    "plan_program",
     "quiet",
+    "refuse_methods",
     "resolve_input",
     "sweep_input",
 ]
@@ -80,7 +85,7 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
             raise InputError(f"input {text} is a directory, expected a .pt2 or .csv file")
         suffix = path.suffix.lower()
         if suffix == ".pt2":
-            return Input(path.name, "archive", path)
+            return Input(path.name, "archive", path, archive_methods(path))
         if suffix == ".csv":
             return Input(path.name, "csv", path)
         raise InputError(
@@ -96,6 +101,25 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
         + (f"did you mean {guess!r}? " if guess else "")
         + f"choose from {', '.join(BUILTIN_INPUTS)}; see --list-models)"
     )
+
+
+def archive_methods(path: Path) -> tuple[str, ...]:
+    """The programs a ``.pt2`` archive holds when it holds several (torch's
+    ``package_pt2``: one ``models/NAME.json`` each), in its order; empty for one program or
+    a file that is not a zip archive (then loading it says what is wrong). Read from the
+    zip's directory, without torch, so that a command refuses what a program of several
+    cannot do before any work."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return ()
+    names = [
+        PurePosixPath(entry).stem
+        for entry in entries
+        if PurePosixPath(entry).parent.name == "models" and entry.endswith(".json")
+    ]
+    return tuple(dict.fromkeys(names)) if len(set(names)) > 1 else ()
 
 
 def load_input(
@@ -138,12 +162,15 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
             ' `pip install torch==2.13.0 && pip install "cadence-memplan[executorch]"`, or'
             " plan a CSV instance or `synthetic`"
         ) from error
+    if what.methods:
+        assert what.path is not None
+        return _lower_methods(what, lowering, progress)
     if what.path is not None:
         progress(f"loading {what.path}")
         try:
             exported = torch.export.load(what.path)
         except Exception as error:
-            raise InputError(_archive_error(what.path, error)) from error
+            raise InputError(f"cannot read torch.export archive {what.path}: {error}") from error
     else:
         progress(f"exporting the built-in model {what.label!r} with torch.export")
         model, example_inputs = build_model(what.label)
@@ -157,20 +184,35 @@ def _lower(what: Input, lowering: str, progress: Progress) -> Any:
         ) from error
 
 
-def _archive_error(path: Any, error: Exception) -> str:
-    """Why a ``.pt2`` archive cannot be planned: several programs in it (a multi-method
-    program), said by name, or what torch said."""
-    from .._boundary.upstream import pt2_program_names
+def _lower_methods(what: Input, lowering: str, progress: Progress) -> Any:
+    """A program of several methods, each loaded from the archive and lowered, one edge
+    program holding them all (``cadence.lowering.lower_methods``)."""
+    from .._boundary.upstream import load_pt2_programs
+    from ..cadence.lowering import LOWERING_DESCRIPTIONS, lower_methods
 
-    names = pt2_program_names(path)
-    if names is not None and len(names) > 1:
-        return (
-            f"{path} holds {len(names)} programs ({', '.join(names)}): the command line"
-            " plans one program; plan a multi-method program in Python, its methods"
-            " together, with CadenceMemoryPlanning(..., share_mutable_buffers=True)"
+    progress(f"loading {what.path} ({len(what.methods)} methods: {', '.join(what.methods)})")
+    try:
+        exported = load_pt2_programs(what.path)
+    except Exception as error:
+        raise InputError(f"cannot read torch.export archive {what.path}: {error}") from error
+    progress(f"lowering every method with {LOWERING_DESCRIPTIONS[lowering]}")
+    try:
+        return lower_methods({name: exported[name] for name in what.methods}, lowering)
+    except Exception as error:
+        raise LoweringError(
+            f"cannot lower {what.label} (--lowering {lowering}): {error}"
+        ) from error
+
+
+def refuse_methods(what: Input, task: str) -> None:
+    """``task`` ("sweep", "plan_input") takes one program: an archive of several is an
+    :class:`InputError` naming its methods and what takes them."""
+    if what.methods:
+        raise InputError(
+            f"{what.label} holds {len(what.methods)} methods ({', '.join(what.methods)}):"
+            f" {task} takes one program; plan or size a program of several methods"
             " (docs/stateful.md)"
         )
-    return f"cannot read torch.export archive {path}: {error}"
 
 
 def _loaded(
@@ -198,6 +240,7 @@ def plan_input(
     :class:`DoesNotFit` when a tensor fits nowhere."""
     progress = progress or quiet
     loaded = _loaded(source, options.lowering, progress)
+    refuse_methods(loaded.input, "plan_input (plan_program plans each method)")
     hierarchy = Hierarchy(memories)
     if options.reorder and not loaded.input.is_model:
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
@@ -219,6 +262,28 @@ def plan_input(
     from .model import plan_model  # torch and executorch, for models only
 
     return plan_model(loaded, hierarchy, options, progress)
+
+
+def plan_program(
+    source: str | os.PathLike[str] | Input | LoadedInput,
+    memories: Sequence[Memory],
+    options: PlanningOptions,
+    *,
+    progress: Progress | None = None,
+) -> ProgramPlan:
+    """Plan a program of several methods (a ``.pt2`` of several programs, torch's
+    ``package_pt2``) for ``memories`` as ``options`` say: every method in one
+    ``to_executorch`` with our ``CadenceMemoryPlanning``, their mutable state shared with
+    ``options.share_mutable_buffers`` (docs/stateful.md). A
+    :class:`~cadence_memplan.request.inputs.ProgramPlan`: each method's plan, the
+    program, the state's buffers and the unshared-state warnings (returned, for the
+    caller to show). Raises :class:`DoesNotFit`, or :class:`LoweringError` for state two
+    methods use unshared with ``options.strict_sharing``."""
+    progress = progress or quiet
+    loaded = _loaded(source, options.lowering, progress)
+    from .model import plan_model_methods  # torch and executorch
+
+    return plan_model_methods(loaded, Hierarchy(memories), options, progress)
 
 
 def plan_arrays(
@@ -264,15 +329,15 @@ def _arrays_failure(loaded: LoadedInput, error: PlanningError) -> DoesNotFit:
     return DoesNotFit(name, size, reason, peak_live_bytes(starts, ends, sizes))
 
 
-def check_control_flow(program: Any) -> str | None:
-    """For a planned program (an ``ExecutorchProgramManager``) with control flow, the
+def check_control_flow(program: Any, method: str = "forward") -> str | None:
+    """For a planned program (an ``ExecutorchProgramManager``; its ``method``) with control flow, the
     control-flow check's verdict (``cadence_memplan.validate_control_flow``: no
     submodule overwrites what its parent still needs), ``None`` when valid or when the
     program has none; the tensors :func:`check_plan` leaves to it."""
     from .._boundary.control_flow import has_control_flow
     from .._boundary.control_flow_check import validate_control_flow
 
-    graph_module = program.exported_program().graph_module
+    graph_module = program.exported_program(method).graph_module
     if not has_control_flow(graph_module):
         return None
     return validate_control_flow(graph_module)
@@ -308,6 +373,7 @@ def sweep_input(
         raise ValueError("stage applies to plan_input only, not to a sweep")
     progress = progress or quiet
     loaded = _loaded(source, options.lowering, progress)
+    refuse_methods(loaded.input, "sweep")
     hierarchy = Hierarchy(memories)
     if loaded.input.is_model:
         from .model import sweep_planner  # torch and executorch, for models only

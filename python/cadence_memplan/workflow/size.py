@@ -44,7 +44,7 @@ from .._types import Budget
 from .._validation import is_integer
 from ..api import DEFAULT_WORK_BUDGET
 from ..request import Hierarchy, Memory, PlanningOptions
-from ..request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput
+from ..request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput, LoweringError
 from ..request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
 from ..stats import TensorTable, format_bytes, peak_live_bytes
 from .model import model_failures, replanner
@@ -59,6 +59,7 @@ __all__ = [
     "Sizing",
     "memory_sizing",
     "size_input",
+    "size_methods",
 ]
 
 #: How many sizes below ``all_fit_from`` are planned at most, by default.
@@ -263,6 +264,49 @@ def size_input(
         options.objective, (sized,), Budget(spending.work, options.budget_ms), spending.spent,
         spending.cut_short, time.perf_counter() - began, options.reorder, reordered, program,
     )  # fmt: skip
+
+
+def size_methods(
+    loaded: LoadedInput,
+    memories: Sequence[Memory],
+    options: PlanningOptions,
+    *,
+    points: int = DEFAULT_POINTS,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Sizing], list[str]]:
+    """:func:`size_input` of each method of a program of several (``loaded.input.methods``),
+    each planned alone, as a program of its own (each its own copy of the state: a
+    program whose memory 1 holds every method's tensors is one of the largest method's
+    ``all_fit_from``); ``best``'s work split evenly over the methods. Returns the sizings,
+    by method, and the unshared-state warnings (an error with ``options.strict_sharing``:
+    :class:`~cadence_memplan.request.inputs.LoweringError`). ``share_mutable_buffers``
+    is refused (ValueError): the state at one place in every method is not sized yet."""
+    if options.share_mutable_buffers:
+        raise ValueError(
+            "share_mutable_buffers: size sizes each method alone; the state shared by every"
+            " method is not sized yet (plan it with share_mutable_buffers at a size)"
+        )
+    from .._boundary.mutable_state import UnsharedStateError
+    from ..cadence.lowering import method_edge
+    from ..cadence.methods import unshared_state
+
+    progress = progress or (lambda _: None)
+    count = len(loaded.input.methods)
+    work = (options.work or DEFAULT_WORK_BUDGET) // count
+    ms = None if options.budget_ms is None else options.budget_ms / count
+    each = options.replace(work=max(work, 1), budget_ms=ms)
+    sizings: dict[str, Sizing] = {}
+    for name in loaded.input.methods:
+        progress(f"sizing method {name}")
+        what = replace(loaded.input, label=f"{loaded.input.label} method {name}", methods=())
+        alone = LoadedInput(what, loaded.lowering, edge=method_edge(loaded.edge, name))
+        sizings[name] = size_input(alone, memories, each, points=points, progress=progress)
+    programs = {name: sizing.program for name, sizing in sizings.items()}
+    try:
+        found = unshared_state(programs, options.strict_sharing, "size")
+    except UnsharedStateError as error:
+        raise LoweringError(f"cannot size {loaded.input.label}: {error}") from error
+    return sizings, found
 
 
 def _probe_down(
