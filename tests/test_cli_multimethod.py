@@ -280,6 +280,7 @@ def test_size_with_the_state_shared_is_a_size_that_plan_fits(
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr  # the state is shared: nothing to warn of
     assert "planning every method, the state shared, with fast =" in result.stderr
+    assert "plan --reorder keeps" not in result.stdout  # refused with shared state
     fits, proved, bound = program_fits_from(result.stdout)
     for method in methods:  # each method alone needs no more than the program
         block = result.stdout.split(f"{name}.pt2 method {method}:")[1].split("\n\n")[0]

@@ -299,7 +299,11 @@ def size_methods(
         alone = LoadedInput(what, loaded.lowering, edge=method_edge(loaded.edge, name))
         sizings[name] = size_input(alone, memories, each, points=points, progress=progress)
     if options.share_mutable_buffers:
-        return sizings, []
+        # The program is sized with its state shared, where --reorder is refused: a
+        # method's note on what its reordering would need points at no command that runs.
+        return {
+            name: replace(sizing, reordered_fits_from=None) for name, sizing in sizings.items()
+        }, []
     programs = {name: sizing.program for name, sizing in sizings.items()}
     try:
         found = unshared_state(programs, options.strict_sharing, "size")
