@@ -237,7 +237,7 @@ def size_shared(
         raise ValueError(f"sizings of {sorted(sizings)}, not of {list(loaded.input.methods)}")
     began = time.perf_counter()
     hierarchy = Hierarchy(memories)
-    alignment = hierarchy[0].alignment
+    alignment = int(hierarchy.alignments[0])
     program = _Program(loaded, hierarchy, options, progress or quiet)
     first = max(sizing.sized[0].all_fit_from for sizing in sizings.values())
     first = max(_align_up(first, alignment), alignment)
