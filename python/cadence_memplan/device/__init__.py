@@ -6,7 +6,8 @@ Modules: ``layout.py`` (what a method holds, as plain records), ``pte.py`` (a ``
 read with exir's deserializer into them; needs executorch), ``allocations.py`` (the
 runtime's requests in its order), ``targets.py`` (the struct-size table per target, with
 the source of each figure), ``runtime_versions.py`` (the executorch versions the replay
-knows), ``pools.py`` (the replay and :func:`program_memory`).
+knows), ``pools.py`` (the replay and :func:`program_memory`), ``planned.py`` (the plan a
+``.pte`` carries, per method, with lifetimes inferred from its instructions, for ``plan``).
 """
 
 from .pools import BASE_ALIGNMENT, MethodMemory, ProgramMemory, Unknown, program_memory

@@ -1,9 +1,10 @@
 """What a method of a ``.pte`` holds that the runtime allocates for at load: plain records,
 read from exir's deserialized program by :mod:`.pte` and replayed by :mod:`.pools`.
 
-Only what moves a byte of a pool is kept: each value's kind (a scalar, a tensor with its
-rank and whether its shape is dynamic, a list with its length), the inputs, every
-instruction's arguments and operator, the delegates, the planned arenas.
+Only what moves a byte of a pool or says where the plan put a tensor is kept: each
+value's kind (a scalar, a tensor with its rank, whether its shape is dynamic and its
+placement, a list with its length and a tensor list's items), the inputs and outputs,
+every instruction's arguments and operator, the delegates, the planned arenas.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "Instruction",
     "ListValue",
     "MethodLayout",
+    "Placement",
     "ProgramLayout",
     "ScalarValue",
     "TensorValue",
@@ -35,13 +37,28 @@ class ScalarValue:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where the program's plan put a tensor: its memory id (1 and up: the method's
+    arenas), its offset in that arena and its bytes (its sizes times its scalar type's)."""
+
+    memory_id: int
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class TensorValue:
     """A tensor: its serialized sizes (their count is its rank), whether its shape is
-    dynamic, and whether its data lives outside the program (an external constant)."""
+    dynamic, whether its data lives outside the program (an external constant), where the
+    plan put it (``None``: not planned, a constant or a tensor the runtime points
+    elsewhere), and whether it carries initial data from the program (a planned one:
+    state, such as a mutable buffer's)."""
 
     sizes: tuple[int, ...]
     dynamic: bool
     external: bool = False
+    placement: Placement | None = None
+    initial_data: bool = False
 
     @property
     def rank(self) -> int:
@@ -51,10 +68,11 @@ class TensorValue:
 @dataclass(frozen=True)
 class ListValue:
     """A list value: of ints, bools, doubles, a string's characters, tensors or optional
-    tensors, with its length."""
+    tensors, with its length; a tensor list's ``items`` are its value indices (-1: none)."""
 
     kind: ListKind
     length: int
+    items: tuple[int, ...] = ()
 
 
 Value = ScalarValue | TensorValue | ListValue
@@ -63,7 +81,7 @@ Value = ScalarValue | TensorValue | ListValue
 @dataclass(frozen=True)
 class Instruction:
     """One instruction: a kernel call (its operator ``name.overload``), a delegate call,
-    or another kind (move, jump, free), with the value indices it passes."""
+    or another kind (move, jump, free), with the value indices it passes or uses."""
 
     kind: InstructionKind
     args: tuple[int, ...] = ()
@@ -84,7 +102,8 @@ class MethodLayout:
     """One method (an execution plan): its values, inputs, chains of instructions,
     delegates, and the planned arenas, one per memory id from 1, with the alignment of
     each arena's base that keeps every tensor where the planner put it (the largest power
-    of two, at most 64, that divides every offset planned in it)."""
+    of two, at most 64, that divides every offset planned in it); ``input_values`` and
+    ``output_values`` are the value indices of its inputs and outputs."""
 
     name: str
     values: tuple[Value, ...]
@@ -93,6 +112,8 @@ class MethodLayout:
     delegates: tuple[Delegate, ...]
     arenas: tuple[int, ...]
     arena_alignments: tuple[int, ...] = ()
+    input_values: tuple[int, ...] = ()
+    output_values: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

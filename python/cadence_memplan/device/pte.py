@@ -13,6 +13,7 @@ from .layout import (
     Instruction,
     ListValue,
     MethodLayout,
+    Placement,
     ProgramLayout,
     ScalarValue,
     TensorValue,
@@ -84,6 +85,8 @@ def _method_layout(plan: Any) -> MethodLayout:
         # Entry 0 is reserved for constants; the runtime's planned buffers start at 1.
         arenas=tuple(int(size) for size in plan.non_const_buffer_sizes[1:]),
         arena_alignments=_arena_alignments(plan),
+        input_values=tuple(int(index) for index in plan.inputs),
+        output_values=tuple(int(index) for index in plan.outputs),
     )
 
 
@@ -110,16 +113,45 @@ def _value(val: Any) -> Value:
     if kind == "Tensor":
         extra = val.extra_tensor_info
         external = extra is not None and int(extra.location) == _EXTERNAL_LOCATION
+        sizes = tuple(int(size) for size in val.sizes)
         return TensorValue(
-            sizes=tuple(int(size) for size in val.sizes),
+            sizes=sizes,
             dynamic=int(val.shape_dynamism) != _STATIC,
             external=external,
+            placement=_placement(val, sizes),
+            initial_data=int(val.data_buffer_idx) != 0,
         )
     if kind == "String":
         return ListValue(kind="string", length=len(val.string_val.encode()))
     if kind in _LIST_KINDS:
-        return ListValue(kind=_LIST_KINDS[kind], length=len(val.items))  # type: ignore[arg-type]
+        items = tuple(int(item) for item in val.items) if kind in _TENSOR_LISTS else ()
+        return ListValue(kind=_LIST_KINDS[kind], length=len(val.items), items=items)  # type: ignore[arg-type]
     raise ValueError(f"a value of a kind the replay does not know: {kind}")
+
+
+_TENSOR_LISTS = ("TensorList", "OptionalTensorList")
+
+# Bytes per element of exir.schema's ScalarType, by its value (the runtime's elementSize).
+_ELEMENT_BYTES = {
+    0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16, 11: 1, 12: 1,
+    13: 1, 14: 4, 15: 2, 16: 1, 17: 1, 22: 2, 23: 1, 24: 1, 25: 1, 26: 1, 27: 2, 28: 4,
+    29: 8,
+}  # fmt: skip
+
+
+def _placement(val: Any, sizes: tuple[int, ...]) -> Placement | None:
+    """Where the plan put a tensor (``allocation_info``), ``None`` when it is not planned."""
+    info = val.allocation_info
+    if info is None:
+        return None
+    scalar_type = int(val.scalar_type)
+    if scalar_type not in _ELEMENT_BYTES:
+        raise ValueError(f"a tensor of a scalar type the reader does not know: {scalar_type}")
+    elements = 1
+    for size in sizes:
+        elements *= size
+    offset = (int(info.memory_offset_high) << 32) | int(info.memory_offset_low)
+    return Placement(int(info.memory_id), offset, elements * _ELEMENT_BYTES[scalar_type])
 
 
 # exir.schema's TensorShapeDynamism.STATIC and TensorDataLocation.EXTERNAL.
@@ -135,4 +167,12 @@ def _instruction(args: Any, operators: list[str]) -> Instruction:
         )
     if kind == "DelegateCall":
         return Instruction(kind="delegate", args=tuple(int(a) for a in args.args))
-    return Instruction(kind="other")
+    # A move, a jump or a free: what it uses, for the lifetimes (the pools skip them).
+    used: tuple[Any, ...] = ()
+    if kind == "MoveCall":
+        used = (args.move_from, args.move_to)
+    elif kind == "JumpFalseCall":
+        used = (args.cond_value_index,)
+    elif kind == "FreeCall":
+        used = (args.value_index,)
+    return Instruction(kind="other", args=tuple(int(index) for index in used))
