@@ -39,6 +39,7 @@ from .common import (
 from .explaining import TensorNames, print_explanation
 from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
+from .pools import is_pte
 from .printing import (
     Optimality,
     print_best_summary,
@@ -63,8 +64,8 @@ def add_parser(commands: Any) -> None:
         "input",
         nargs="?",
         metavar="INPUT",
-        help="a .pt2 archive (torch.export.save), a MiniMalloc .csv, or a built-in name"
-        f" (--list-models) (default: {DEFAULT_INPUT})",
+        help="a .pt2 archive (torch.export.save), a MiniMalloc .csv, a .pte (its own plan,"
+        f" read and checked), or a built-in name (--list-models) (default: {DEFAULT_INPUT})",
     )
     planner.add_argument("--list-models", action="store_true", help="list built-in inputs")
     add_planning_options(planner)
@@ -148,6 +149,10 @@ def run(arguments: argparse.Namespace) -> int:
         for name, description in BUILTIN_INPUTS.items():
             print(f"{name:<16}{description}")
         return 0
+    if is_pte(arguments.input):  # planned already: its own plan, checked (cli/pte_plan.py)
+        from .pte_plan import run_pte_plan
+
+        return run_pte_plan(arguments)
     request = CommandRequest.read(arguments)
     request.refuse_methods(
         [

@@ -88,6 +88,11 @@ def resolve_input(source: str | os.PathLike[str]) -> Input:
             return Input(path.name, "archive", path, archive_methods(path))
         if suffix == ".csv":
             return Input(path.name, "csv", path)
+        if suffix == ".pte":
+            raise InputError(
+                f"input {text} is an ExecuTorch program, planned already: plan and size read"
+                " the plan it carries; to plan anew, use the .pt2 it came from"
+            )
         raise InputError(
             f"input {text}: unknown file type {suffix or '(none)'}, expected .pt2 or .csv"
         )
