@@ -90,3 +90,32 @@ def test_no_work_no_copies() -> None:
     assert choice.work == 0
     with pytest.raises(ValueError, match="work_budget"):
         choose_staging(problem, DEFAULT_COST_MODEL, static, 1088, work_budget=-1)
+
+
+def first_pick_blocks() -> StagingProblem:
+    """Op 0 reads an input i and writes o, of equal size, into a fast memory that holds one:
+    a greedy pass takes i's load first (the same estimated gain, the lower id), whose stall
+    it does not foresee, and then o's stay no longer fits; o's stay is the better plan."""
+    return StagingProblem(
+        flops=(0, 60_000, 0),
+        sizes=(4096, 4096),
+        producers=(-1, 0),
+        reads=((0,), (), ()),
+        writes=((1,), (), ()),
+        outlives=(False, False),
+    )
+
+
+def test_ruin_and_recreate_undoes_a_greedy_pick() -> None:
+    problem, model, capacity = first_pick_blocks(), DEFAULT_COST_MODEL, 4096
+    best = simulate(problem, model, frozenset()).cycles
+    for kept in (frozenset(), frozenset({0}), frozenset({1}), frozenset({0, 1})):
+        for schedule in schedules(problem, kept, 1):
+            try:
+                best = min(best, simulate(problem, model, kept, schedule, capacity).cycles)
+            except IllegalSchedule:
+                continue
+    choice = choose_staging(problem, model, frozenset(), capacity)
+    assert choice.staged.cycles == best < choice.static.cycles
+    assert simulate(problem, model, choice.kept, choice.schedule, capacity) == choice.staged
+    assert packs_in_fast(problem, choice.kept, choice.schedule, capacity)
