@@ -361,34 +361,41 @@ def _improve(
     model: CostModel,
     capacity: int,
     state: _State,
-    candidates: Sequence[Candidate],
+    orders: Sequence[Sequence[Candidate]],
     budget: _Budget,
 ) -> _State:
     """Ruin and recreate: the tensors of each of :func:`_ruins` are put back in slow
     memory, and a greedy pass without their candidates, then one with them, refills the
-    space they freed (only candidates whose tensors live beside them); the result replaces
-    the state when its cycles are fewer. Goes round until a whole round finds nothing or
-    the work is spent. A stay of the static plan may go this way, and two tensors that
-    must go together to make room, which a greedy pass that only adds never does."""
-    ruins, index, failed = _ruins(problem, state), 0, 0
+    space they freed (only candidates whose tensors live beside them), the candidates in
+    each of ``orders`` in turn; the result replaces the state when it :func:`_improves` on
+    it. Goes round until a whole round finds nothing or the work is spent. A stay of the
+    static plan may go this way, and two tensors that must go together to make room, which
+    a greedy pass that only adds never does."""
+    moves, index, failed = _moves(problem, state, len(orders)), 0, 0
     floor = state.simulation.fast_access_bytes
-    while failed < len(ruins) and budget.left > 0:
-        tensors = ruins[index % len(ruins)]
+    while failed < len(moves) and budget.left > 0:
+        tensors, order = moves[index % len(moves)]
         index, failed = index + 1, failed + 1
         ruined = _without(problem, model, state, tensors, budget)
         if ruined is None:
             break
         low = min(problem.lifetimes[tensor][0] for tensor in tensors)
         high = max(problem.lifetimes[tensor][1] for tensor in tensors)
-        near = [c for c in candidates if _overlaps(problem.lifetimes[c.tensor], low, high)]
+        near = [c for c in orders[order] if _overlaps(problem.lifetimes[c.tensor], low, high)]
         others = [candidate for candidate in near if candidate.tensor not in tensors]
         mine = [candidate for candidate in near if candidate.tensor in tensors]
         found, refused = _greedy(problem, model, capacity, ruined, others, budget)
         found, _ = _greedy(problem, model, capacity, found, mine + refused, budget)
         if _improves(found.simulation, state.simulation, floor):
             state, failed = found, 0
-            ruins = _ruins(problem, state)
+            moves = _moves(problem, state, len(orders))
     return state
+
+
+def _moves(problem: StagingProblem, state: _State, orders: int) -> list[tuple[frozenset[int], int]]:
+    """Each ruin with the first order of the candidates, then each with the second..."""
+    ruins = _ruins(problem, state)
+    return [(tensors, order) for order in range(orders) for tensors in ruins]
 
 
 def _improves(found: Simulation, current: Simulation, floor: int) -> bool:
@@ -437,9 +444,10 @@ def choose_staging(
         if found.simulation.cycles < best.simulation.cycles:
             best = found
     nothing_kept = simulate(problem, model, frozenset())
-    every = sorted(_candidates(problem, model, nothing_kept, frozenset()), key=_by_density)
+    every = _candidates(problem, model, nothing_kept, frozenset())
+    orders = [sorted(every, key=_by_density), sorted(every, key=_by_gain)]
     share = _Budget(min(budget.left, improve_work))
-    best = _improve(problem, model, capacity, best, every, share)
+    best = _improve(problem, model, capacity, best, orders, share)
     budget.charge(share.used)
     return StagingChoice(
         static_fast=static_fast,
