@@ -27,6 +27,7 @@ from .simulate import Simulation, fast_windows, simulate
 
 __all__ = [
     "StagingReport",
+    "dma_bound",
     "free_dma_ceiling",
     "packs_in_fast",
     "peak_live",
@@ -113,6 +114,77 @@ def free_dma_ceiling(problem: StagingProblem, model: CostModel, capacity: int) -
         fast_ops.append(best)
         slow_ops.append(sum(moved.values()) - best)
     return _figures(problem, model, fast_ops, slow_ops)
+
+
+def dma_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int:
+    """A floor under the modelled cycles of every legal staging schedule at ``capacity``
+    bytes of fast memory, tighter than :func:`free_dma_ceiling`: it also counts what a
+    copy costs in time and space across two ops. Op ``k`` serves a set ``F`` of its
+    tensors from fast memory; a read in ``F`` either was in fast memory at op ``k - 1``
+    (it then held space there, beside what op ``k - 1`` served) or was loaded at op ``k``,
+    which then waits for the whole transfer. Everything else is left out (stores, the DMA
+    queue, transfers that outlast the op before), so no schedule does better; a dynamic
+    programme over the reads held ahead at each op finds the least total."""
+    if problem.num_ops == 0:
+        return 0
+    # Per set of op k's reads held at op k - 1, the least cycles to there; the graph's
+    # inputs may be in fast memory from the start (a static plan keeps them there free).
+    inputs = frozenset(t for t in problem.reads[0] if problem.producers[t] < 0)
+    held_ahead: dict[frozenset[int], int] = {inputs: 0}
+    for op in range(problem.num_ops):
+        upcoming = problem.reads[op + 1] if op + 1 < problem.num_ops else ()
+        held_ahead = _bound_step(problem, model, capacity, op, set(upcoming), held_ahead)
+    return min(held_ahead.values())
+
+
+def _bound_step(
+    problem: StagingProblem,
+    model: CostModel,
+    capacity: int,
+    op: int,
+    upcoming: set[int],
+    held_ahead: dict[frozenset[int], int],
+) -> dict[frozenset[int], int]:
+    reads, writes = set(problem.reads[op]), set(problem.writes[op])
+    accessed = reads | writes
+    if len(accessed) > _BOUND_TENSORS or len(upcoming) > _BOUND_TENSORS:
+        # Rare: many operands. Every access from fast memory, every next read held ahead:
+        # cheaper than any schedule, so still a floor.
+        moved = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in accessed)
+        least = min(held_ahead.values()) + model.op_cycles(problem.flops[op], moved, 0)
+        return {frozenset(upcoming): least}
+    options = []
+    for served in _subsets(accessed):
+        space = sum(problem.sizes[t] for t in served)
+        if space > capacity:
+            continue
+        fast = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in served)
+        total = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in accessed)
+        options.append((served, space, model.op_cycles(problem.flops[op], fast, total - fast)))
+    following: dict[frozenset[int], int] = {}
+    for ahead, cycles_so_far in held_ahead.items():
+        for served, space, cycles in options:
+            loaded = (served & reads) - ahead  # loaded at this op: it waits for them
+            waited = sum(model.dma_cycles(problem.sizes[t]) for t in loaded)
+            total = cycles_so_far + cycles + waited
+            for kept in _subsets(upcoming):
+                if space + sum(problem.sizes[t] for t in kept - served) > capacity:
+                    continue
+                if total < following.get(kept, total + 1):
+                    following[kept] = total
+    return following
+
+
+_BOUND_TENSORS = 10  # the most tensors of one op whose subsets dma_bound tries
+
+
+def _subsets(tensors: set[int]) -> list[frozenset[int]]:
+    ordered = sorted(tensors)
+    return [
+        frozenset(subset)
+        for count in range(len(ordered) + 1)
+        for subset in combinations(ordered, count)
+    ]
 
 
 def _best_subset(
