@@ -119,12 +119,20 @@ def free_dma_ceiling(problem: StagingProblem, model: CostModel, capacity: int) -
 def dma_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int:
     """A floor under the modelled cycles of every legal staging schedule at ``capacity``
     bytes of fast memory, tighter than :func:`free_dma_ceiling`: it also counts what a
-    copy costs in time and space across two ops. Op ``k`` serves a set ``F`` of its
-    tensors from fast memory; a read in ``F`` either was in fast memory at op ``k - 1``
-    (it then held space there, beside what op ``k - 1`` served) or was loaded at op ``k``,
-    which then waits for the whole transfer. Everything else is left out (stores, the DMA
-    queue, transfers that outlast the op before), so no schedule does better; a dynamic
-    programme over the reads held ahead at each op finds the least total."""
+    copy costs in time and space. The larger of two floors, each a dynamic programme:
+
+    - reads held ahead (every model): op ``k`` serves a set of its tensors from fast
+      memory; a read in it either was in fast memory at op ``k - 1`` (it then held space
+      there, beside what op ``k - 1`` served) or was loaded at op ``k``, which then waits
+      for the whole transfer;
+    - residency (:func:`_residency_bound`), when the states stay few: the set of tensors
+      held at each op, which serve the op's accesses; one that appears without being
+      written was loaded then, one written into fast memory and dropped at the next op
+      while its value is still needed was stored then, and the op waits for both; a load
+      issued for the next op's read runs beside this op, which may not hide it.
+
+    Each leaves the rest out (stores after longer stays, the queue beyond two ops, the
+    graph's end), so no schedule does better; it is not the optimum."""
     if problem.num_ops == 0:
         return 0
     # Per set of op k's reads held at op k - 1, the least cycles to there; the graph's
@@ -134,7 +142,113 @@ def dma_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int:
     for op in range(problem.num_ops):
         upcoming = problem.reads[op + 1] if op + 1 < problem.num_ops else ()
         held_ahead = _bound_step(problem, model, capacity, op, set(upcoming), held_ahead)
-    return min(held_ahead.values())
+    loose = min(held_ahead.values())
+    return max(loose, _residency_bound(problem, model, capacity) or 0)
+
+
+_BOUND_STATES = 100_000  # the most state pairs per op _residency_bound tries
+
+
+def _residency_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int | None:
+    """The residency floor of :func:`dma_bound`, or None when the states grow too many or
+    fast memory is not the faster (then serving from it need not help). The queue across
+    two ops is counted on disjoint pairs of ops (those starting at even ops, or at odd);
+    the larger of the two."""
+    if model.fast_bytes_per_cycle < model.slow_bytes_per_cycle:
+        return None
+    found = []
+    for parity in (0, 1):
+        inputs = frozenset(t for t, producer in enumerate(problem.producers) if producer < 0)
+        states: dict[tuple[frozenset[int], int, frozenset[int]], int] = {
+            (inputs, 0, frozenset()): 0
+        }
+        for op in range(problem.num_ops):
+            held_sets = _fitting(problem, sorted(_holdable(problem, op)), capacity)
+            if held_sets is None or len(states) * len(held_sets) > _BOUND_STATES:
+                return None
+            states = _residency_step(problem, model, op, parity, held_sets, states)
+        found.append(min(states.values()))
+    return max(found)
+
+
+def _residency_step(
+    problem: StagingProblem,
+    model: CostModel,
+    op: int,
+    parity: int,
+    held_sets: list[frozenset[int]],
+    states: dict[tuple[frozenset[int], int, frozenset[int]], int],
+) -> dict[tuple[frozenset[int], int, frozenset[int]], int]:
+    """Per (tensors held at ``op``, the op's cycles if it starts a pair, the loads issued
+    at it for the next op's reads), the least cycles to the end of ``op``."""
+    sizes, reads, writes = problem.sizes, set(problem.reads[op]), set(problem.writes[op])
+    moved = {t: sizes[t] * ((t in reads) + (t in writes)) for t in reads | writes}
+    total = sum(moved.values())
+    pairs = op % 2 == parity and op + 1 < problem.num_ops
+    upcoming = set(problem.reads[op + 1]) - reads if pairs else set()
+    following: dict[tuple[frozenset[int], int, frozenset[int]], int] = {}
+    for (before, previous_cycles, ahead), so_far in states.items():
+        dirty = _needed_writes(problem, op, before)
+        for held in held_sets:
+            fast = sum(moved[t] for t in held & moved.keys())
+            cycles = model.op_cycles(problem.flops[op], fast, total - fast)
+            loaded = held - before - writes
+            waited = sum(model.dma_cycles(sizes[t]) for t in (loaded & reads) | (dirty - held))
+            queued = sum(model.dma_cycles(sizes[t]) for t in ahead & held)
+            spent = so_far + cycles + waited + max(0, queued - previous_cycles)
+            key = (held, cycles if pairs else 0, frozenset(loaded & upcoming))
+            if spent < following.get(key, spent + 1):
+                following[key] = spent
+    return following
+
+
+def _needed_writes(problem: StagingProblem, op: int, before: frozenset[int]) -> set[int]:
+    """The tensors op ``op - 1`` wrote into fast memory (held there) whose value is read
+    later (before the next write, or it outlives the graph): dropped at ``op``, a store
+    must be done before ``op`` begins."""
+    if op == 0:
+        return set()
+    needed = set()
+    for tensor in set(problem.writes[op - 1]) & before:
+        rewrite = min((w for w in problem.writers[tensor] if w >= op), default=None)
+        last = problem.num_ops if rewrite is None else rewrite  # reads up to it see this value
+        outlived = rewrite is None and problem.outlives[tensor]
+        if outlived or any(op <= r <= last for r in problem.readers[tensor]):
+            needed.add(tensor)
+    return needed
+
+
+def _holdable(problem: StagingProblem, op: int) -> set[int]:
+    """The tensors worth holding at ``op``: those it accesses, and those alive then that
+    are read later or outlive the graph."""
+    found = set(problem.reads[op]) | set(problem.writes[op])
+    for tensor, (first, last) in enumerate(problem.lifetimes):
+        if first <= op <= last and (
+            problem.outlives[tensor] or problem.readers[tensor][-1:] > (op,)
+        ):
+            found.add(tensor)
+    return found
+
+
+def _fitting(
+    problem: StagingProblem, tensors: list[int], capacity: int
+) -> list[frozenset[int]] | None:
+    """Every subset of ``tensors`` that fits in ``capacity`` bytes; None past
+    :data:`_BOUND_STATES` of them."""
+    found: list[frozenset[int]] = [frozenset()]
+    spaces = [0]
+    for tensor in tensors:
+        size = problem.sizes[tensor]
+        grown = [
+            (subset | {tensor}, space + size)
+            for subset, space in zip(found, spaces, strict=True)
+            if space + size <= capacity
+        ]
+        found += [subset for subset, _ in grown]
+        spaces += [space for _, space in grown]
+        if len(found) > _BOUND_STATES:
+            return None
+    return found
 
 
 def _bound_step(
