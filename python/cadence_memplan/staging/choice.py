@@ -17,9 +17,12 @@ its modelled cycles fall:
 The search: greedy passes over the candidates in two orders (most cycles saved per byte
 and op of space held, and most cycles saved), each followed by a pass that re-times the
 chosen copies on the new timeline and another greedy pass over those refused, from
-several starts (sets of tensors kept whole); the best result is kept. Work is counted (one unit per op simulated), never timed, so the choice
-is a function of its arguments only. It never returns a schedule whose modelled cycles
-exceed the static plan's.
+several starts (sets of tensors kept whole); the best result is kept, then improved by
+ruin and recreate (the tensors one to three consecutive ops keep in fast memory put back
+in slow memory, the space refilled greedily; kept when cycles fall and access bytes from
+fast memory do not). Work is counted (one unit per op simulated), never timed, so the
+choice is a function of its arguments only. It never returns a schedule whose modelled
+cycles exceed the static plan's.
 """
 
 from __future__ import annotations
