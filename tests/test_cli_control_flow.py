@@ -29,10 +29,12 @@ from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import get_default_memory_config
 
 from cadence_memplan import CadenceMemoryPlanning, validate_control_flow
+from cadence_memplan.analysis.explain import explain_peaks
 from cadence_memplan.cadence.compiler import cadence_backend_config
 from cadence_memplan.cadence.lowering import lower_exported
+from cadence_memplan.cli.explaining import EXPLAIN_ROWS
 from cadence_memplan.cli.main import main
-from cadence_memplan.io import Memory
+from cadence_memplan.io import Memory, read_plan_file
 from cadence_memplan.workflow.compare import compare_with_upstream
 from cadence_memplan.workflow.plan import (
     PlanningOptions,
@@ -158,6 +160,43 @@ def test_the_default_seeds_hold_conds_and_maps() -> None:
     assert "map" in generate(1).describe()
     assert "cond" in kinds
     assert "map" in kinds
+
+
+@pytest.mark.parametrize("name", ["consecutive-conds", "seed-1"])
+def test_explain_counts_the_submodules_tensors(
+    name: str, capsys: pytest.CaptureFixture[str], archive_of: Any, tmp_path: Path
+) -> None:
+    """``plan --explain``: the tensors the submodules write are alive at the peak node in
+    the bytes they write, listed apart, and their bytes are no holes; the report calls
+    them what they are, not tensors inside another's storage."""
+    plan = tmp_path / "plan.json"
+    out = run(capsys, "plan", archive_of(name), "--explain", "--out", plan)
+    plan_file = read_plan_file(plan)
+    table = plan_file.table
+    assert plan_file.memories is not None
+    in_submodule = table.in_submodule
+    overall = next(line for line in out.splitlines() if line.startswith("overall peak:"))
+    assert f"{in_submodule.sum()} tensors control-flow submodules write, not counted" in overall
+    assert ("inside another's storage" in overall) == (table.shares_storage & ~in_submodule).any()
+    explained = [
+        peak for peak in explain_peaks(table, len(plan_file.memories)) if peak.peak_node >= 0
+    ]
+    assert any(peak.submodule_rows.size for peak in explained)
+    for peak in explained:
+        section = out.split(f"(memory {peak.mem_id}): ")[1].split("\nexplain ")[0]
+        # A valid plan: the own tensors, the submodules' and the holes fill the peak usage.
+        assert peak.hole_bytes == peak.gap - peak.submodule_bytes
+        if peak.submodule_rows.size:
+            assert (
+                f"write, alive there in the bytes kept for their ops, {peak.submodule_bytes:,} B"
+                in section
+            )
+            for row in peak.submodule_rows[:EXPLAIN_ROWS].tolist():
+                assert f"    {table.labels[row]} " in section
+        if peak.hole_bytes:
+            assert f", {peak.hole_bytes:,} B" in section
+        else:
+            assert "no holes below the peak usage there" in section
 
 
 def test_compare_says_why_upstreams_control_flow_plan_differs(

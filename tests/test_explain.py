@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from plan_tables import NODES, live_bytes_by_node, planned_tables
 
 from cadence_memplan.analysis.explain import explain_peaks, holes_below
+from cadence_memplan.cli.explaining import TensorNames, print_explanation
 from cadence_memplan.io import Memory, plan_schema, read_plan_file
 from cadence_memplan.stats import TensorTable, format_bytes
 
@@ -89,6 +90,52 @@ def test_explain_a_fragmented_memory() -> None:
     assert peak.hole_sizes.tolist() == [100]
     assert peak.hole_offsets.tolist() == [200]
     assert peak.top_rows.tolist() == [2]
+
+
+def test_explain_counts_the_bytes_control_flow_submodules_write() -> None:
+    """A cond's two branches (rows named op/submodule/node) write [0, 100) while ``x``
+    sits at [100, 200) and ``out`` at [200, 300): they are not in the peak live (only one
+    branch runs), but their bytes are no holes; the rest of the gap is. The branches share
+    [0, 50), counted once."""
+    table = TensorTable(
+        ["x", "out", "cond/submodule_0/a", "cond/submodule_1/b", "late"],
+        mem_ids=np.array([1, 1, 1, 1, 1]),
+        offsets=np.array([100, 200, 0, 0, 300]),
+        sizes=np.array([100, 100, 50, 80, 20]),
+        starts=np.array([0, 1, 1, 1, 2]),
+        ends=np.array([1, 2, 1, 1, 2]),
+        shares_storage=np.array([0, 0, 1, 1, 0], bool),
+    )
+    assert table.in_submodule.tolist() == [False, False, True, True, False]
+    (peak,) = explain_peaks(table, 1)
+    assert (peak.peak_usage, peak.peak_live_bytes, peak.peak_node) == (320, 200, 1)
+    assert peak.live_rows.tolist() == [0, 1]
+    assert peak.submodule_rows.tolist() == [3, 2]  # largest first
+    assert peak.submodule_bytes == 80
+    # Free at node 1: [80, 100) between the branches and x, [300, 320) above out.
+    assert peak.hole_offsets.tolist() == [80, 300]
+    assert peak.hole_sizes.tolist() == [20, 20]
+    assert peak.hole_bytes == peak.gap - peak.submodule_bytes
+
+
+def test_a_memory_only_submodules_write_to_is_not_called_empty(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A memory that holds only tensors a control-flow submodule writes has no peak live
+    (no node of its own), but its tensors are alive: the explanation does not say none is."""
+    table = TensorTable(
+        ["x", "cond/submodule_0/a"],
+        mem_ids=np.array([1, 2]),
+        offsets=np.array([0, 0]),
+        sizes=np.array([16, 32]),
+        starts=np.array([0, 1]),
+        ends=np.array([2, 1]),
+        shares_storage=np.array([0, 1], bool),
+    )
+    memories = [Memory("fast", 64, 16), Memory("slow", 1024, 16)]
+    print_explanation(explain_peaks(table, 2), memories, TensorNames(table))
+    slow = capsys.readouterr().out.split("explain slow (memory 2): ")[1]
+    assert "no tensor of this memory but those control-flow submodules write is ever alive" in slow
 
 
 # --------------------------------------------------------------------------- command line

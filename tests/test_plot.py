@@ -181,6 +181,22 @@ def test_tensors_inside_another_are_hatched_and_in_the_legend(tmp_path: Path) ->
     assert not list(plain.iter(f"{SVG}pattern"))
 
 
+def test_control_flow_tensors_have_a_legend_of_their_own(tmp_path: Path) -> None:
+    """The tensors a control-flow submodule writes (named op/submodule/node) lie in the
+    bytes kept for their op, inside no other tensor: the legend says so, and says nothing
+    of another tensor's storage when no tensor lies in one."""
+    rows = [("x", 1, 4096, 4096, 0, 40), ("cond/submodule_0/alloc", 1, 0, 2048, 5, 30)]
+    labels, *columns = zip(*rows, strict=True)
+    mem_ids, offsets, sizes, starts, ends = (np.array(column) for column in columns)
+    table = TensorTable(
+        list(labels), mem_ids, offsets, sizes, starts, ends, shares_storage=np.array([0, 1], bool)
+    )
+    shown = texts(svg_of(tmp_path, table, MEMORIES[:1]))
+    legend = [text for text in shown if "control-flow submodule" in text]
+    assert legend == ["written by a control-flow submodule (in its op's bytes; branches may share)"]
+    assert not [text for text in shown if "inside another" in text]
+
+
 def test_labels_never_collide(tmp_path: Path) -> None:
     """Tensors inside their host share its centre: only the host is named there, and a
     tensor inside it with room for a name elsewhere keeps its own."""

@@ -85,7 +85,7 @@ def test_plan_stage_writes_copies_another_tool_can_recompute(tmp_path: Path) -> 
     memories = "fast=22KiB:16,slow=1MiB:16"
     result = run(
         "plan", "decoder", "--memory", memories, "--algo", "best", "--stage",
-        "--cost-model", cost, "--stage-out", out, "--quiet", timeout=600,
+        "--cost-model", cost, "--stage-out", out, "--explain", "--quiet", timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "staging at fast memory 22,528 bytes:" in result.stdout
@@ -119,6 +119,10 @@ def test_plan_stage_writes_copies_another_tool_can_recompute(tmp_path: Path) -> 
     assert document["dma"] == {"bytes": staged.dma_bytes, "transfers": len(copies)}
     fast = document["access_bytes"]["staged"]["fast"]
     assert f"({fast:,} fast," in result.stdout
+    explained = f"explain staging: {len(copies)} copies model {staged.cycles:,} cycles"
+    assert explained in result.stdout
+    first = document["copies"][0]
+    assert f"\n  {first['kind']} {first['tensor']} ({first['bytes']:,} bytes): " in result.stdout
 
 
 def test_stage_options_refused_without_a_model_or_stage(tmp_path: Path) -> None:
@@ -128,6 +132,13 @@ def test_stage_options_refused_without_a_model_or_stage(tmp_path: Path) -> None:
     csv.write_text(SMALL_CSV)
     assert "--stage: for models only" in error_line(run("plan", csv, "--stage"))
     assert "go with --stage" in error_line(run("plan", csv, "--cost-model", csv))
+    cost = tmp_path / "model.toml"
+    cost.write_text("bogus = 1\n")
+    refused = error_line(run("plan", "decoder", "--stage", "--cost-model", cost))
+    assert "--cost-model: cost model" in refused
+    assert "unknown bogus" in refused
+    refused = error_line(run("plan", "decoder", "--stage", "--compare"))
+    assert "--compare checks placements against upstream's" in refused
 
 
 @pytest.mark.slow  # Cadence's lowering and compiler: about 20 s

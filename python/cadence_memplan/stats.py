@@ -55,9 +55,10 @@ class TensorTable:
 
     ``labels`` name the rows in messages and plan files (node names, CSV ids, or the
     TensorSpecs themselves). ``shares_storage`` marks rows that lie inside another row's
-    storage on purpose (Cadence's, :func:`cadence_memplan._boundary.storage_sharing.storage_sharing_spec_ids`): plotted and written, left out
-    of the validator and the peak live. A lifetime that is not known is stored
-    as the empty ``[0, -1]``, which is never alive.
+    storage on purpose (Cadence's, :func:`cadence_memplan._boundary.storage_sharing.storage_sharing_spec_ids`),
+    and the rows control-flow submodules write (:attr:`in_submodule`): plotted and
+    written, left out of the validator and the peak live. A lifetime that is not known is
+    stored as the empty ``[0, -1]``, which is never alive.
     """
 
     labels: Sequence[object]
@@ -76,6 +77,16 @@ class TensorTable:
 
     def __len__(self) -> int:
         return len(self.sizes)
+
+    @property
+    def in_submodule(self) -> npt.NDArray[np.bool_]:
+        """The rows a control-flow submodule writes (a cond's branch, a map's body), named
+        ``op/submodule/node`` (a graph's own rows are named by node, never with a ``/``;
+        CSV ids are numbers). They lie in the bytes the planner keeps for their op, not
+        inside another tensor, and the branches of one cond may share bytes (only one of
+        them runs), so they are marked ``shares_storage`` too."""
+        named = [isinstance(label, str) and "/" in label for label in self.labels]
+        return np.array(named, dtype=bool).reshape(len(self.labels))
 
     def subset(self, keep: npt.NDArray[np.bool_]) -> TensorTable:
         return TensorTable(

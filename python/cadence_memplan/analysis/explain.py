@@ -10,7 +10,13 @@ and the peak live, so the holes are the bytes a better placement of these tensor
 save. The tensors whose storage reaches the bufsize say which placement set it.
 
 Tensors that lie inside another's storage on purpose (``TensorTable.shares_storage``) are
-left out, as from the peak live. numpy only; returns data, prints nothing.
+left out, as from the peak live. The tensors control-flow submodules write
+(``TensorTable.in_submodule``: a cond's branches, a map's body) are left out of the peak
+live too (they lie in the bytes the planner keeps for their op, and a cond's branches may
+share bytes: only one runs), but they occupy the bytes they write: those alive at the
+peak node are listed apart, and their bytes are no holes. In a valid plan the holes there
+are then exactly the gap less the bytes those tensors hold. numpy only; returns data,
+prints nothing.
 """
 
 from __future__ import annotations
@@ -34,13 +40,17 @@ class MemoryPeak:
     peak_live_bytes: int
     peak_node: int  # the first node where the live bytes peak; -1 if nothing is alive
     live_rows: IntArray  # tensors alive at peak_node, largest first (then lowest offset)
+    # Tensors control-flow submodules write, alive at peak_node, the same order.
+    submodule_rows: IntArray
+    submodule_bytes: int  # the bytes of [0, peak_usage) they hold there, each byte once
     hole_offsets: IntArray  # free byte ranges of [0, peak_usage) at peak_node, by offset
     hole_sizes: IntArray
     top_rows: IntArray  # tensors whose storage ends at peak_usage (they set the bufsize)
 
     @property
     def gap(self) -> int:
-        """Bytes of bufsize above the peak live: what fragmentation costs this memory."""
+        """Bytes of bufsize above the peak live: what fragmentation costs this memory, and
+        with control flow also the bytes its submodules' tensors hold."""
         return self.peak_usage - self.peak_live_bytes
 
     @property
@@ -67,6 +77,7 @@ def explain_peaks(table: TensorTable, memory_count: int) -> list[MemoryPeak]:
     """Per memory id 1..memory_count, its peak explained (:class:`MemoryPeak`)."""
     stats = memory_stats(table, memory_count)
     own = ~table.shares_storage
+    submodule = table.in_submodule
     peak_nodes = peak_live_node_per_memory(
         table.mem_ids[own], table.sizes[own], table.starts[own], table.ends[own], memory_count
     )
@@ -74,12 +85,16 @@ def explain_peaks(table: TensorTable, memory_count: int) -> list[MemoryPeak]:
     for mem_id, stat in enumerate(stats, start=1):
         in_memory = table.mem_ids == mem_id
         node = int(peak_nodes[mem_id])
-        alive = in_memory & own & (table.starts <= node) & (node <= table.ends)
-        rows = np.flatnonzero(alive)
-        rows = rows[np.lexsort((table.offsets[rows], -table.sizes[rows]))]
+        alive = in_memory & (table.starts <= node) & (node <= table.ends)
+        rows = _largest_first(table, np.flatnonzero(alive & own))
+        in_submodules = _largest_first(table, np.flatnonzero(alive & submodule))
+        occupied = np.concatenate([rows, in_submodules])
         hole_offsets, hole_sizes = holes_below(
-            stat.peak_usage, table.offsets[rows], table.sizes[rows]
+            stat.peak_usage, table.offsets[occupied], table.sizes[occupied]
         )
+        # The bytes the submodules' tensors hold: what the own tensors leave free, less
+        # what stays free with the submodules' tensors too.
+        _, free_of_own = holes_below(stat.peak_usage, table.offsets[rows], table.sizes[rows])
         reaches_top = in_memory & (table.offsets + table.sizes == stat.peak_usage)
         explained.append(
             MemoryPeak(
@@ -88,9 +103,16 @@ def explain_peaks(table: TensorTable, memory_count: int) -> list[MemoryPeak]:
                 peak_live_bytes=stat.peak_live_bytes,
                 peak_node=node,
                 live_rows=rows,
+                submodule_rows=in_submodules,
+                submodule_bytes=int(free_of_own.sum() - hole_sizes.sum()),
                 hole_offsets=hole_offsets,
                 hole_sizes=hole_sizes,
                 top_rows=np.flatnonzero(reaches_top & (table.sizes > 0)),
             )
         )
     return explained
+
+
+def _largest_first(table: TensorTable, rows: IntArray) -> IntArray:
+    """``rows`` largest first, then by lowest offset."""
+    return rows[np.lexsort((table.offsets[rows], -table.sizes[rows]))]

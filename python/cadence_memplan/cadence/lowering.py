@@ -194,6 +194,7 @@ class LoweredPlan:
     spent: SearchSpent = NOTHING_SPENT
     # objective="traffic": each row's weight in the table (PlannedSpecs.traffic), else None
     weights: npt.NDArray[np.int64] | None = None
+    staging: Any = None  # with options.stage: the pass's StagingReport
 
 
 def program_table(
@@ -362,8 +363,9 @@ def lower_and_plan(
             options.alloc_outputs,
         ).traffic()
     spent = getattr(pass_.algo, "spent", NOTHING_SPENT)  # ours only
+    staging = getattr(pass_, "last_staging", None)  # ours only
     return LoweredPlan(
-        program, table, node_names, timings, strategy, kept, reordered, spent, weights
+        program, table, node_names, timings, strategy, kept, reordered, spent, weights, staging
     )
 
 
@@ -385,6 +387,7 @@ def run_planning(
         alloc_graph_output=options.alloc_outputs,
         **({"reorder": True} if options.reorder else {}),
         **options.sharing_arguments,
+        **_staging_keywords(options),
     )
     if options.algorithm == "best":  # ours only: upstream's placers take no options
         options.configure(pass_.algo)
@@ -398,6 +401,14 @@ def run_planning(
         "whole to_executorch": total_seconds,
     }
     return pass_, program, timings
+
+
+def _staging_keywords(options: PlanningOptions) -> dict[str, Any]:
+    """``CadenceMemoryPlanning``'s keywords for ``options.stage`` (ours only): the copies
+    are Cadence's idma ops on Cadence's lowering, clones on exir's."""
+    if not options.stage:
+        return {}
+    return {"stage": True, "cost_model": options.cost_model, "stage_dialect": options.lowering}
 
 
 def node_writers(

@@ -16,7 +16,9 @@ Two things differ, on purpose: a bad memory config raises ``ValueError`` in the
 constructor instead of failing (or planning garbage) mid-compile, and a run that fails
 puts back every spec's ``mem_id``, ``mem_offset`` and ``lifetime`` as they were. One is
 added, off by default: ``reorder=True`` also plans the graph in better node orders and
-keeps the best plan (:mod:`cadence_memplan.scheduling`; ``last_reorder`` says what it did).
+keeps the best plan (:mod:`cadence_memplan.scheduling`; ``last_reorder`` says what it did),
+and ``stage=True`` stages the graph through memory 1 with the DSP's DMA before planning it
+(:mod:`cadence_memplan.staging`; ``last_staging`` says what it modelled).
 
 The module also keeps the standalone planning functions of Cadence's memory planning before
 its ``MemoryPlanningAlgo`` classes (``position_based_greedy_with_hierarchy``,
@@ -26,6 +28,7 @@ sizes out), for callers written against that older API.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,8 +50,11 @@ from torch.fx.passes.infra.pass_base import PassResult
 from .._boundary import upstream
 from .._boundary.mutable_state import check_unshared, method_buffers
 from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
-from .._validation import is_integer
+from .._validation import check_choice, is_integer
 from ..scheduling import Reorder, Reordering
+from ..staging.cost_model import CostModel, cost_model_of
+from ..staging.report import StagingReport
+from ..staging.rewrite import Rewrite, remove_copies, stage_graph
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -126,6 +132,19 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     plans them; ``last_state_mem_id`` then says where the state went. Without it, methods
     that use a buffer one of them mutates get an ``UnsharedStateWarning`` naming it, or,
     with ``strict_sharing=True``, an ``UnsharedStateError``, from ``run_multimethod``.
+
+    ``stage`` (keyword only; default False) stages each graph through memory 1 (the
+    fast memory: ``memory_config``'s first size) before planning it (docs/staging.md,
+    "In the passes"): the copies the staging chooses under ``cost_model`` (a
+    ``CostModel``, a JSON or TOML file, None: the default) become Cadence's
+    ``idma_load``/``idma_store`` and ``idma_wait``, whose fast copies Cadence's
+    constraints pin to memory 1, and ``SimplifyIdmaOpsPass`` makes them ``idma_copy``
+    after planning (``stage_dialect="exir"``: clones instead, which the portable runtime
+    runs, for a program ``to_edge`` made). The choice is the static plan, no copy at all,
+    unless its modelled cycles are fewer; ``last_staging`` (a ``StagingReport``) and
+    ``last_rewrite`` then
+    say what it did. If planning raises, the copies are taken out again. Not with
+    ``share_mutable_buffers=True``, which plans after ``run`` has returned.
     """
 
     reorder_by_default = False  # what ``patch_cadence(reorder=True)``'s subclasses change
@@ -133,6 +152,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     strict_by_default = False  # and patch_cadence(strict_sharing=True)'s
     last_reorder: Reorder | None = None
     last_state_mem_id: int | None = None
+    last_staging: StagingReport | None = None
+    last_rewrite: Rewrite | None = None
 
     def __init__(
         self,
@@ -146,6 +167,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         reorder: bool | None = None,
         share_mutable_buffers: bool | None = None,
         strict_sharing: bool | None = None,
+        stage: bool = False,
+        cost_model: CostModel | str | os.PathLike[str] | None = None,
+        stage_dialect: str = "cadence",
     ) -> None:
         self.reorder = self.reorder_by_default if reorder is None else bool(reorder)
         self.share_mutable_buffers = (
@@ -154,6 +178,9 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         self.strict_sharing = (
             self.strict_by_default if strict_sharing is None else bool(strict_sharing)
         )
+        self.cost_model = _staging_model(stage, cost_model, self.share_mutable_buffers)
+        check_choice("stage_dialect", stage_dialect, ("cadence", "exir"))
+        self.stage_dialect = stage_dialect
         self._pending: list[PendingMethod] = []
         # The algorithm classes check memory_config when upstream's __init__ builds them.
         # Upstream indexes a list with mem_algo, so -1 silently meant "the last one".
@@ -235,8 +262,32 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         if self.share_mutable_buffers:
             graph_module.meta["non_const_buffer_sizes"] = sizes
             return PassResult(graph_module, True)
-        self._plan(graph_module, graph_signature)
+        rewrite = self._stage(graph_module, graph_signature)
+        try:
+            self._plan(graph_module, graph_signature)
+        except BaseException:
+            if rewrite is not None:
+                remove_copies(graph_module, rewrite)
+            raise
+        self.last_rewrite = rewrite
         return PassResult(graph_module, True)
+
+    def _stage(
+        self, graph_module: torch.fx.GraphModule, graph_signature: ExportGraphSignature | None
+    ) -> Rewrite | None:
+        """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops)."""
+        if self.cost_model is None:
+            return None
+        alignments = self.memory_config.memory_alignments or [1]
+        self.last_staging, rewrite = stage_graph(
+            graph_module,
+            graph_signature,
+            self.cost_model,
+            int(self.memory_config.memory_sizes[0]),
+            int(alignments[0]),
+            self.stage_dialect,
+        )
+        return rewrite
 
     def run_multimethod(self) -> None:
         """After every method's ``run``: plan them together when sharing mutable buffers
@@ -308,6 +359,22 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         finally:
             setattr(self, "algo", algo)  # noqa: B010
             self.last_reorder = reordering.result if reordering else None
+
+
+def _staging_model(stage: bool, cost_model: Any, share_mutable_buffers: bool) -> CostModel | None:
+    """The cost model ``stage=True`` stages under; None without it. Checks the keywords."""
+    if not isinstance(stage, bool):
+        raise TypeError(f"stage must be True or False, got {stage!r}")
+    if not stage:
+        if cost_model is not None:
+            raise ValueError("cost_model goes with stage=True")
+        return None
+    if share_mutable_buffers:
+        raise ValueError(
+            "stage=True stages each method as run() plans it; share_mutable_buffers=True"
+            " plans the methods later, together: use one or the other"
+        )
+    return cost_model_of(cost_model)
 
 
 # ------------------------------------------------- the standalone functions (older API)

@@ -67,7 +67,9 @@ class TensorNames:
         """The cells under :attr:`headers`."""
         if self.writers is None:
             return [self.name(row)]
-        node = self.name(row).split("[")[0]  # "split[1]": the node's second output
+        # "split[1]": the node's second output; "cond/submodule_0/alloc": written inside
+        # the submodule of node cond, which runs it.
+        node = self.name(row).split("/")[0].split("[")[0]
         return [self.name(row), *self.writers.get(node, ("?", "?"))]
 
     def writer_rows(self) -> list[tuple[str, str]] | None:
@@ -118,7 +120,13 @@ def print_explanation(
             f" {_bytes(peak.peak_live_bytes)}: {gap}"
         )
         if peak.peak_node < 0:
-            print("  no tensor of this memory is ever alive")
+            in_memory = table.mem_ids == peak.mem_id
+            if (in_memory & table.in_submodule).any():  # not in the peak live, but alive
+                print(
+                    "  no tensor of this memory but those control-flow submodules write is ever alive"
+                )
+            else:
+                print("  no tensor of this memory is ever alive")
             continue
         live = peak.live_rows
         print(
@@ -126,29 +134,20 @@ def print_explanation(
             f" {plural(len(live), 'live tensor')}, {_bytes(int(table.sizes[live].sum()))}, largest"
             " first:"
         )
-        headers = [*names.headers, "size (B)", "offset", names.lifetime_header]
-        rows = [
-            [
-                *names.cells(row),
-                f"{table.sizes[row]:,}",
-                f"{table.offsets[row]:,}",
-                names.lifetime(row),
-            ]
-            for row in live[:EXPLAIN_ROWS].tolist()
-        ]
-        print_indented(headers, rows, names=len(names.headers))
-        rest = live[EXPLAIN_ROWS:]
-        if rest.size:
-            print(f"    ... and {rest.size:,} more: {_bytes(int(table.sizes[rest].sum()))}")
+        _print_tensors(live, names)
+        _print_submodule_tensors(peak, names)
+        # The gap less what the submodules' tensors hold there: the bytes holes must fill.
+        free = peak.gap - peak.submodule_bytes
+        rest_of = "the rest of the gap" if peak.submodule_bytes else "the gap"
         if not len(peak.hole_sizes):
             print("  no holes below the peak usage there")
         else:
             holes = f"{plural(len(peak.hole_sizes), 'hole')} below the peak usage there"
             holes += f", {_bytes(peak.hole_bytes)}"
-            if peak.hole_bytes == peak.gap:
-                holes += ": all of the gap"
+            if peak.hole_bytes == free:
+                holes += f": all of {rest_of}"
             else:  # only when tensors overlap, i.e. the plan is invalid
-                holes += f", not the gap of {_bytes(peak.gap)}: tensors overlap"
+                holes += f", not {rest_of} of {_bytes(free)}: tensors overlap"
             print("  " + holes + ":")
         if len(peak.hole_sizes):
             largest = np.argsort(-peak.hole_sizes, kind="stable")[:EXPLAIN_ROWS]
@@ -167,3 +166,32 @@ def print_explanation(
             print(f"  peak usage reached by {names.describe(row)}")
         if len(peak.top_rows) > 3:
             print(f"  ... and {plural(len(peak.top_rows) - 3, 'more tensor')} ending there")
+
+
+def _print_tensors(rows: np.ndarray, names: TensorNames) -> None:
+    """The first :data:`EXPLAIN_ROWS` of ``rows`` as a table, the rest summed up."""
+    table = names.table
+    headers = [*names.headers, "size (B)", "offset", names.lifetime_header]
+    cells = [
+        [*names.cells(row), f"{table.sizes[row]:,}", f"{table.offsets[row]:,}", names.lifetime(row)]
+        for row in rows[:EXPLAIN_ROWS].tolist()
+    ]
+    print_indented(headers, cells, names=len(names.headers))
+    rest = rows[EXPLAIN_ROWS:]
+    if rest.size:
+        print(f"    ... and {rest.size:,} more: {_bytes(int(table.sizes[rest].sum()))}")
+
+
+def _print_submodule_tensors(peak: MemoryPeak, names: TensorNames) -> None:
+    """The tensors control-flow submodules write that are alive at the peak node: not in
+    the peak live, but in the bytes they write, which are no holes."""
+    rows = peak.submodule_rows
+    if not rows.size:
+        return
+    print(
+        f"  and {plural(len(rows), 'tensor')} control-flow submodules write, alive there in the"
+        f" bytes kept for their ops, {_bytes(peak.submodule_bytes)} of the gap (not in the peak"
+        " live: in their op's time they share bytes, in turn inside a submodule and between"
+        " a cond's branches, of which one runs):"
+    )
+    _print_tensors(rows, names)

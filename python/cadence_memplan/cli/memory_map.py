@@ -219,16 +219,20 @@ def _draw_tensors(
     drawn_height = np.maximum(height, MIN_PIXELS / y_pixels)
     drawn_left = left - (drawn_width - width) / 2
     drawn_bottom = np.maximum(bottom - (drawn_height - height) / 2, 0.0)
-    own_style, inside_style = _tensor_styles(colour, edges=len(chosen) <= EDGES_UP_TO)
-    inside = table.shares_storage[chosen]
+    own_style, inside_style, submodule_style = _tensor_styles(
+        colour, edges=len(chosen) <= EDGES_UP_TO
+    )
+    in_submodule = table.in_submodule[chosen]
+    inside = table.shares_storage[chosen] & ~in_submodule
+    styles = np.where(in_submodule, 2, np.where(inside, 1, 0))  # indexes the three styles
     if tooltips is not None:
         # One patch per tensor, so that SVG gets one element (and <title>) each.
-        for row, x, y, w, h, shares in zip(
+        for row, x, y, w, h, kind in zip(
             chosen.tolist(), drawn_left, drawn_bottom, drawn_width, drawn_height,
-            inside.tolist(), strict=True,
+            styles.tolist(), strict=True,
         ):  # fmt: skip
             gid = f"tensor-{mem_id}-{row}"
-            style = inside_style if shares else own_style
+            style = (own_style, inside_style, submodule_style)[kind]
             axis.add_patch(Rectangle((x, y), w, h, gid=gid, **style))
             tooltips[gid] = _tooltip(table, row, memory)
     else:
@@ -243,7 +247,9 @@ def _draw_tensors(
         )
         # Hosts first; the tensors inside them on top, hatched and unfilled, so that
         # the host shows through and no one reads them as overlapping allocations.
-        for keep, style in ((~inside, own_style), (inside, inside_style)):
+        for keep, style in (
+            (styles == 0, own_style), (styles == 2, submodule_style), (inside, inside_style)
+        ):  # fmt: skip
             if keep.any():
                 axis.add_collection(PolyCollection(corners[keep], **style))
     if len(chosen) <= LABEL_LIMIT:
@@ -283,11 +289,14 @@ def _draw_live_bytes(axis: Axes, live: Any, last_node: int) -> None:
     )  # fmt: skip
 
 
-def _tensor_styles(colour: str, edges: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tensor_styles(
+    colour: str, edges: bool = True
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Patch styles of a memory's tensors: those with storage of their own filled in the
     memory's colour, outlined in a darker shade if ``edges``; those inside another's
     storage (Cadence's in-place cat, slice, view) unfilled, hatched and dashed, drawn over
-    their host."""
+    their host; those a control-flow submodule writes (in the bytes kept for its op, where
+    the branches of a cond may overlap: only one runs) lightly filled and dotted."""
     from matplotlib.colors import to_rgba
 
     edge = tuple(0.6 * channel for channel in to_rgba(colour)[:3])  # a darker shade
@@ -305,23 +314,35 @@ def _tensor_styles(colour: str, edges: bool = True) -> tuple[dict[str, Any], dic
         "linestyle": "--",
         "zorder": 2,
     }
-    return own, inside
+    submodule = {
+        "facecolor": to_rgba(colour, 0.3),
+        "edgecolor": edge,
+        "hatch": "..",
+        "linewidth": 0.6,
+        "zorder": 1,
+    }
+    return own, inside, submodule
 
 
 def _legend_handles(
     axis: Axes, table: TensorTable, drawn: Sequence[int]
 ) -> tuple[list[Any], list[str]]:
     """The legend: capacity, live bytes, a tensor, and, when the plan has any, a tensor
-    inside another's storage (drawn inside its host: no bytes of its own)."""
+    inside another's storage (drawn inside its host: no bytes of its own) and one a
+    control-flow submodule writes."""
     from matplotlib.patches import Patch
 
     handles, labels = axis.get_legend_handles_labels()
-    own, inside = _tensor_styles(f"C{drawn[0] % 10}")
+    own, inside, submodule = _tensor_styles(f"C{drawn[0] % 10}")
     handles.append(Patch(**{key: value for key, value in own.items() if key != "zorder"}))
     labels.append("tensor (its own bytes)")
-    if table.shares_storage.any():
+    in_submodule = table.in_submodule
+    if (table.shares_storage & ~in_submodule).any():
         handles.append(Patch(**{key: value for key, value in inside.items() if key != "zorder"}))
         labels.append("inside another tensor's storage (in place: no bytes of its own)")
+    if in_submodule.any():
+        handles.append(Patch(**{key: value for key, value in submodule.items() if key != "zorder"}))
+        labels.append("written by a control-flow submodule (in its op's bytes; branches may share)")
     return handles, labels
 
 

@@ -19,6 +19,8 @@ from ..io.staging import write_staging
 from ..io.trace import write_trace
 from ..models import BUILTIN_INPUTS, DEFAULT_INPUT
 from ..request import Memory
+from ..staging.cost_model import cost_model_of
+from ..staging.report import staging_json
 from ..stats import TensorTable, plural
 from ..workflow.compare import (
     Comparison,
@@ -134,8 +136,8 @@ def _add_stage_options(planner: argparse.ArgumentParser) -> None:
     planner.add_argument(
         "--stage",
         action="store_true",
-        help="models only: also report what staging through the first memory by DMA would"
-        " do (docs/staging.md); the plan and --pte stay unstaged",
+        help="models only: stage the program through the first memory by DMA, then plan"
+        " it; the plan, --out and --pte are the staged program's (docs/staging.md)",
     )
     planner.add_argument("--cost-model", metavar="FILE", help="--stage's cost model (.json, .toml)")
     planner.add_argument("--stage-out", metavar="FILE.json", help="write --stage's copies")
@@ -173,18 +175,27 @@ def run(arguments: argparse.Namespace) -> int:
         raise CliError("--pte needs a model input (a .pt2 archive or a built-in model)")
     if arguments.stage and not request.what.is_model:
         raise CliError("--stage: for models only (a CSV or synthetic input has no graph)")
+    if arguments.stage and arguments.compare and options.algorithm != "best":
+        raise CliError("--compare checks placements against upstream's, which do not stage")
+    try:  # before the lowering, which takes far longer than reading the file
+        cost_model = cost_model_of(arguments.cost_model)
+    except ValueError as error:
+        raise CliError(f"--cost-model: {error}") from error
     if request.what.methods:
         return run_methods(request, arguments, outputs)
     ours, upstream, comparison, staging = _plan(request)
     same, problem, names = _print(arguments, ours, upstream, comparison, options.budget)
-    for line in staging[0].lines() if staging else ():
+    for line in staging.lines() if staging else ():
+        print(line)
+    for line in staging.explain() if staging and arguments.explain else ():
         print(line)
     written: list[str] = []  # printed once every output is in place
     progress = request.progress
     with writing_outputs(outputs) as partial:
         written += _write_outputs(arguments, ours, names, minimalloc_paths, partial, progress)
         if staging and arguments.stage_out:
-            write_staging(partial(arguments.stage_out), staging[1])
+            document = staging_json(staging.problem, staging, cost_model)
+            write_staging(partial(arguments.stage_out), document)
             written.append(f"wrote the staging copies to {arguments.stage_out}")
     for line in written:
         print(line)
@@ -200,7 +211,8 @@ def _plan(
     request: CommandRequest,
 ) -> tuple[InputPlan, list[UpstreamPlan], Comparison | None, Any]:
     """The plan (:func:`~cadence_memplan.workflow.plan.plan_input`), with ``--algo best`` the
-    plans of upstream's placers, ``--compare``'s plan, and ``--stage``'s report."""
+    plans of upstream's placers, ``--compare``'s plan, and ``--stage``'s report (the
+    pass's, which staged the program it planned)."""
     options, memories, progress = request.options, request.memories, request.progress
     assert options is not None
     compare = request.arguments.compare
@@ -214,16 +226,7 @@ def _plan(
         comparison = None
         if compare and options.algorithm != "best":
             comparison = compare_with_upstream(ours, loaded, options, progress=progress)
-        staging = None
-        if request.arguments.stage:
-            from ..staging.rewrite import stage_lowered
-
-            progress("staging")
-            memory = memories[0]  # the fast one
-            staging = stage_lowered(
-                loaded.edge, memory.size, memory.alignment, request.arguments.cost_model
-            )
-    return ours, upstream, comparison, staging
+    return ours, upstream, comparison, ours.staging
 
 
 def _print(

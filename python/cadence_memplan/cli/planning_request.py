@@ -206,6 +206,8 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
     model_options(arguments, what.is_model)
     objective = getattr(arguments, "objective", None)
     reorder = getattr(arguments, "reorder", False)
+    if getattr(arguments, "stage", False) and arguments.share_mutable_buffers:
+        raise CliError("--stage stages one method at a time: not with --share-mutable-buffers")
     try:
         options = PlanningOptions(
             algorithm=arguments.algo,
@@ -218,6 +220,8 @@ def planning_options(arguments: argparse.Namespace, what: Input) -> PlanningOpti
             lowering=arguments.lowering,
             share_mutable_buffers=arguments.share_mutable_buffers,
             strict_sharing=arguments.strict_sharing,
+            stage=getattr(arguments, "stage", False),
+            cost_model=getattr(arguments, "cost_model", None),
         )
     except BestOnlyOption as error:
         flag = _FLAGS[error.option]

@@ -108,11 +108,17 @@ def print_report(
     node = f"node {peak_node}"
     if node_names is not None and peak_node < len(node_names):
         node += f" ({node_names[peak_node]})"
-    shared = int(table.shares_storage.sum())
+    in_submodule = table.in_submodule
+    shared = int((table.shares_storage & ~in_submodule).sum())
     inside = ""
     if shared:
         verb = "adds no bytes of its own" if shared == 1 else "add no bytes of their own"
         inside = f"; {plural(shared, 'tensor')} inside another's storage {verb}"
+    if in_submodule.any():  # they hold bytes, in their op's, where only one branch runs
+        inside += (
+            f"; {plural(int(in_submodule.sum()), 'tensor')} control-flow submodules write, not"
+            " counted here, lie in the bytes kept for their ops"
+        )
     if len(table) == 0:  # no node 0 to name, no bytes ever alive
         print("overall peak: none, there are no tensors")
     else:

@@ -1,6 +1,7 @@
 """A ``MemoryPlanningPass`` that plans with :func:`cadence_memplan.exir.greedy`, or with
 ``greedy`` and :func:`cadence_memplan.exir.best` (``smallest=True``), in the graph's order or,
-with ``reorder=True``, in the best order found (:mod:`cadence_memplan.scheduling`).
+with ``reorder=True``, in the best order found (:mod:`cadence_memplan.scheduling`), and,
+with ``stage=True``, staged through a fast memory first (:mod:`cadence_memplan.staging`).
 
 exir's ``MemoryPlanningPass.run`` runs its O(n^2) Python ``Verifier.verify_storage_reuse``
 whenever its algorithm callable is *named* ``greedy`` (``_callable_name``), and whenever
@@ -12,6 +13,7 @@ planner in one, as exir's default does and this helper does, never triggers it. 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +34,9 @@ from .._boundary.mutable_state import (
 from .._boundary.tensorspecs import allocated_sizes
 from .._types import Occupancy
 from ..scheduling import Reorder, Reordering
+from ..staging.cost_model import CostModel, cost_model_of
+from ..staging.report import StagingReport
+from ..staging.rewrite import Rewrite, remove_copies, stage_graph
 from .planners import greedy
 from .search import best
 from .suite import MemoryPlanningAlgorithmSuite
@@ -139,6 +144,56 @@ class _VerifyingReorderingMemoryPlanningPass(
     """Both: the better order, then the storage-reuse check."""
 
 
+class _StagingMemoryPlanningPass(_StatefulMemoryPlanningPass):
+    """Put before one of the passes above (``_with_staging``): the graph staged through
+    a fast memory of ``fast_memory_bytes`` (copies inserted as ``aten.clone.out``, which
+    the portable runtime runs), then planned as that pass plans; the copies taken out
+    again if planning raises. ``last_staging`` and ``last_rewrite`` say what it did."""
+
+    fast_memory_bytes = 0
+    cost_model: CostModel | None = None
+    last_staging: StagingReport | None = None
+    last_rewrite: Rewrite | None = None
+
+    def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> PassResult:
+        model = cost_model_of(self.cost_model)
+        alignment = int(self.alignment)
+        report, rewrite = stage_graph(
+            graph_module, graph_signature, model, self.fast_memory_bytes, alignment, "exir"
+        )
+        try:
+            result: PassResult = super().run(graph_module, graph_signature)
+        except BaseException:
+            remove_copies(graph_module, rewrite)
+            raise
+        self.last_staging, self.last_rewrite = report, rewrite
+        return result
+
+
+@functools.cache
+def _with_staging(pass_type: type[MemoryPlanningPass]) -> type[MemoryPlanningPass]:
+    """``pass_type`` with the staging first."""
+    return type(
+        f"_Staging{pass_type.__name__.lstrip('_')}", (_StagingMemoryPlanningPass, pass_type), {}
+    )
+
+
+def _check_staging(stage: bool, fast_memory_bytes: int | None, cost_model: Any) -> CostModel | None:
+    if not isinstance(stage, bool):
+        raise TypeError(f"stage must be True or False, got {stage!r}")
+    if not stage:
+        if fast_memory_bytes is not None or cost_model is not None:
+            raise ValueError("fast_memory_bytes and cost_model go with stage=True")
+        return None
+    if fast_memory_bytes is None:
+        raise ValueError("stage=True needs fast_memory_bytes, the fast memory's size in bytes")
+    if isinstance(fast_memory_bytes, bool) or not isinstance(fast_memory_bytes, int):
+        raise TypeError(f"fast_memory_bytes must be an int, got {fast_memory_bytes!r}")
+    if fast_memory_bytes <= 0:
+        raise ValueError(f"fast_memory_bytes must be positive, got {fast_memory_bytes}")
+    return cost_model_of(cost_model)
+
+
 def memory_planning_pass(
     *,
     alignment: int = ALIGNMENT,
@@ -149,6 +204,9 @@ def memory_planning_pass(
     reorder: bool = False,
     share_mutable_buffers: bool = False,
     strict_sharing: bool = False,
+    stage: bool = False,
+    fast_memory_bytes: int | None = None,
+    cost_model: CostModel | str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> MemoryPlanningPass:
     """exir's ``MemoryPlanningPass`` with :func:`cadence_memplan.exir.greedy` as its only
@@ -185,7 +243,18 @@ def memory_planning_pass(
 
     Programs with control flow get each submodule's arena placed at its call site
     (:class:`cadence_memplan.exir.MemoryPlanningAlgorithmSuite`), and compute the right
-    values where exir's plan lets a later submodule overwrite a live output."""
+    values where exir's plan lets a later submodule overwrite a live output.
+
+    ``stage=True`` (off by default) stages the graph through a fast memory of
+    ``fast_memory_bytes`` before planning it (docs/staging.md, "In the passes"): the
+    copies the staging chooses under ``cost_model`` (a ``CostModel``, a JSON or TOML
+    file, None: the default) become ``aten.clone.out`` nodes, which the portable runtime
+    runs, and the graph is planned as without it. The choice is the static plan, no copy
+    at all, unless its modelled cycles are fewer. The pass's ``last_staging`` (a
+    ``StagingReport``: the modelled cycles of the static and staged plans) and
+    ``last_rewrite`` then say what it did. exir plans one memory: the fast memory is the
+    size the staging models, not a second arena."""
+    model = _check_staging(stage, fast_memory_bytes, cost_model)
     if smallest and not allow_overlapping_allocations:
         raise ValueError(
             "smallest=True plans lifetime-overlapping allocations side by side in one"
@@ -207,6 +276,8 @@ def memory_planning_pass(
         (False, True): _ReorderingMemoryPlanningPass,
         (True, True): _VerifyingReorderingMemoryPlanningPass,
     }[verify_storage_reuse, reorder]
+    if model is not None:
+        pass_type = _with_staging(pass_type)
     planning = pass_type(
         memory_planning_algo=suite,
         alignment=alignment,
@@ -214,4 +285,6 @@ def memory_planning_pass(
         **kwargs,
     )
     planning.strict_sharing = bool(strict_sharing)
+    if isinstance(planning, _StagingMemoryPlanningPass):
+        planning.fast_memory_bytes, planning.cost_model = int(fast_memory_bytes or 0), model
     return planning

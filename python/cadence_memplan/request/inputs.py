@@ -145,6 +145,8 @@ class InputPlan:
     reorder: Any = None
     # What best spent (PlanResult's work, budget_exhausted, cut_short; in all, for a model).
     spent: SearchSpent = NOTHING_SPENT
+    # A model planned with stage=True: the pass's staging.report.StagingReport.
+    staging: Any = None
 
     @property
     def placer_seconds(self) -> float:

@@ -46,8 +46,11 @@ class PlanningOptions:
     and ``budget_ms`` are ``best``'s work budget (None: its default) and optional
     wall-clock cap, and ``objective`` what it keeps in memory 1 (``"traffic"``: models
     only); ``alloc_inputs``, ``alloc_outputs`` and ``reorder`` apply to models only, and
-    so does ``lowering`` ("cadence" or "exir"; arrays ignore it). Checked when made:
-    ValueError (:class:`BestOnlyOption` for what only ``best`` takes) or TypeError.
+    so does ``lowering`` ("cadence" or "exir"; arrays ignore it). ``stage`` (models, and
+    ``plan`` only) stages the program through memory 1 by DMA before planning it, under
+    the cost model in the file ``cost_model`` (None: the default; docs/staging.md).
+    Checked when made: ValueError (:class:`BestOnlyOption` for what only ``best`` takes)
+    or TypeError.
     """
 
     algorithm: Algorithm = "position"
@@ -60,6 +63,8 @@ class PlanningOptions:
     lowering: Lowering = "cadence"
     share_mutable_buffers: bool = False
     strict_sharing: bool = False
+    stage: bool = False
+    cost_model: str | None = None  # a file: JSON or TOML
 
     def __post_init__(self) -> None:
         check_choice("algorithm", self.algorithm, ALGORITHMS)
@@ -73,13 +78,20 @@ class PlanningOptions:
                 if getattr(self, option) != default:
                     raise BestOnlyOption(option, self.algorithm)
         flags = ("alloc_inputs", "alloc_outputs", "reorder", "share_mutable_buffers")
-        for flag in (*flags, "strict_sharing"):
+        for flag in (*flags, "strict_sharing", "stage"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.share_mutable_buffers and self.strict_sharing:
             raise ValueError(
                 "strict_sharing applies without share_mutable_buffers (it makes unshared"
                 " state an error); with sharing every mutable buffer is shared"
+            )
+        if self.cost_model is not None and not self.stage:
+            raise ValueError("cost_model goes with stage=True")
+        if self.stage and self.share_mutable_buffers:
+            raise ValueError(
+                "stage stages each method as it is planned; share_mutable_buffers plans"
+                " the methods later, together: use one or the other"
             )
 
     @property

@@ -250,6 +250,10 @@ class Reordering:
                 best = plan("given", None)
             else:
                 best = plan(best.name, best.order)
+        # The bound is printed as computed, never cut down to the kept order's peak live:
+        # the kept order is a legal order, so a bound above its peak live is a wrong bound
+        # (as the problem without storage sharing gave, issue 52), and it must show, not
+        # read as a proof (test_reorder_bounds holds it at or below on every model).
         lower_bound = max(lower_bound, problem.end_bytes)
         self.result = Reorder(
             given_peak_live=given.peak_live,
@@ -260,8 +264,8 @@ class Reordering:
             bufsizes=tuple(best.bufsizes),
             given_kept_in_memory1=given.kept_in_memory1,
             kept_in_memory1=best.kept_in_memory1,
-            lower_bound=min(lower_bound, best.peak_live),
-            proved_optimal=best.peak_live <= lower_bound,
+            lower_bound=lower_bound,
+            proved_optimal=best.peak_live == lower_bound,
             kept=best.name,
             strategy=strategy,
             moves=_moves(graph, problem, best.order),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io.documents import parse_document
 
-__all__ = ["DEFAULT_COST_MODEL", "CostModel", "load_cost_model"]
+__all__ = ["DEFAULT_COST_MODEL", "CostModel", "cost_model_of", "load_cost_model"]
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,15 @@ def load_cost_model(path: str | os.PathLike[str]) -> CostModel:
             f"cost model {str(file)!r}: unknown {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
     return CostModel(**values)
+
+
+def cost_model_of(cost_model: CostModel | str | os.PathLike[str] | None) -> CostModel:
+    """The passes' ``cost_model=``: a :class:`CostModel`, a file :func:`load_cost_model`
+    reads, or None for the default."""
+    if cost_model is None:
+        return DEFAULT_COST_MODEL
+    if isinstance(cost_model, CostModel):
+        return cost_model
+    if isinstance(cost_model, (str, os.PathLike)):
+        return load_cost_model(cost_model)
+    raise TypeError(f"cost_model must be a CostModel, a file or None, not {cost_model!r}")

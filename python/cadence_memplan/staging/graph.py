@@ -8,6 +8,12 @@ mutable buffer's new value is written back by one op at the end of the graph, as
 ``to_executorch`` does (``copy_``), and the graph's outputs and mutable buffers outlive it.
 ``view_copy`` (a view once exir lowers it) and ``getitem`` make no tensor: they alias
 their source. FLOPs are counted as docs/staging.md says, from the op's name and the shapes.
+
+It also reads the graph a memory-planning pass sees (:func:`problem_of_graph`, inside
+``to_executorch``, after its out-variant passes): there ``memory.alloc`` nodes make no
+op (the op they are the ``out=`` of makes the tensor), ``memory.view`` aliases its
+source, and the write-backs are ``copy_`` nodes, each an op writing the buffer in place.
+The problem is the same as the edge program's, op for op.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from .._boundary.storage_sharing import op_name
 from .cost_model import CostModel
 from .problem import StagingProblem
 
-__all__ = ["GraphProblem", "op_flops", "problem_of"]
+__all__ = ["GraphProblem", "op_flops", "problem_of", "problem_of_graph"]
 
-_ALIASES = ("view_copy", "unsafe_view", "alias_copy", "aten.view.")
+_ALIASES = ("view_copy", "unsafe_view", "alias_copy", "aten.view.", "memory.view")
+_ALLOC = "memory.alloc"  # an out-variant graph's allocation: no op, no tensor of its own
+_WRITE_BACK = "aten.copy_."  # an out-variant graph's write-back of a mutable buffer
 _MOVES = (
     "clone", "copy", "permute", "transpose", "expand", "cat", "slice", "select", "squeeze",
     "unsqueeze", "embedding", "index", "full", "zeros", "ones", "arange", "alias", "split",
@@ -49,6 +57,7 @@ class GraphProblem:
     tensors: tuple[torch.fx.Node, ...]
     tensor_of: dict[torch.fx.Node, int]  # every value node's tensor, views' included
     graph_module: torch.fx.GraphModule
+    out_variant: bool = False  # read after to_executorch's out-variant passes
 
 
 def _tensors_of(value: Any) -> list[torch.Tensor]:
@@ -143,8 +152,15 @@ def _flat(arguments: Any) -> list[torch.fx.Node]:
 
 def problem_of(program: Any, model: CostModel) -> GraphProblem:
     """The staging problem of an ``ExportedProgram``'s graph (docs/staging.md)."""
-    signature = program.graph_signature
-    graph = program.graph_module.graph
+    return problem_of_graph(program.graph_module, program.graph_signature, model)
+
+
+def problem_of_graph(
+    graph_module: torch.fx.GraphModule, signature: Any, model: CostModel
+) -> GraphProblem:
+    """The staging problem of a graph and its ``ExportGraphSignature``: an edge
+    program's, or the one a memory-planning pass gets (out-variant ops)."""
+    graph = graph_module.graph
     mutated = set(signature.buffers_to_mutate.values())
     kept_inputs = set(signature.user_inputs) | {
         name for name, buffer in signature.inputs_to_buffers.items() if buffer in mutated
@@ -155,6 +171,7 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
     writes: list[tuple[int, ...]] = []
     ops: list[torch.fx.Node | None] = []
     outputs: list[torch.fx.Node] = []
+    out_variant = False
     for node in graph.nodes:
         if node.op == "placeholder" and node.name in kept_inputs:
             builder.add(node, -1)
@@ -163,12 +180,21 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
         elif node.op == "call_function":
             name = op_name(node.target)
             source = _flat(node.args[:1])
+            if _ALLOC in name:
+                out_variant = True
+                continue
             if (node.target is operator.getitem or any(a in name for a in _ALIASES)) and source:
                 builder.alias(node, source[0])
                 continue
-            made = builder.add(node, len(flops))
+            if name.startswith(_WRITE_BACK) and source and source[0] in builder.of:
+                builder.alias(node, source[0])  # the buffer, written in place
+                made: tuple[int, ...] = (builder.of[source[0]],)
+                read = builder.read(node.args[1:])
+            else:
+                made = builder.add(node, len(flops))
+                read = builder.read((node.args, node.kwargs))  # out= allocs are no tensor
             flops.append(op_flops(node, model))
-            reads.append(builder.read((node.args, node.kwargs)))
+            reads.append(read)
             writes.append(made)
             ops.append(node)
     buffers = {node.name: node for node in graph.nodes if node.op == "placeholder"}
@@ -178,6 +204,8 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
         if buffer is None or output not in builder.of:
             continue
         target = builder.of[buffers[by_buffer[buffer]]]
+        if builder.of[output] == target:  # an out-variant graph's own copy_
+            continue
         flops.append(0)
         reads.append((builder.of[output],))
         writes.append((target,))
@@ -200,5 +228,5 @@ def problem_of(program: Any, model: CostModel) -> GraphProblem:
         names=tuple(builder.names),
     )
     return GraphProblem(
-        problem, tuple(ops), tuple(builder.nodes), dict(builder.of), program.graph_module
+        problem, tuple(ops), tuple(builder.nodes), dict(builder.of), graph_module, out_variant
     )

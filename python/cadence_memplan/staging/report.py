@@ -351,6 +351,7 @@ class StagingReport:
     all_in_fast: Simulation
     ceiling: Simulation
     dropped: int  # copies dropped because ``best`` could not pack them
+    problem: StagingProblem
 
     @property
     def static(self) -> Simulation:
@@ -382,6 +383,55 @@ class StagingReport:
             f" staged / static cycles {ratio:.3f}; {len(self.choice.kept)} tensors kept whole"
         )
         return lines
+
+    def explain(self, limit: int = 6) -> list[str]:
+        """What was staged and why, a few lines (``plan --explain``): the gain, then each
+        copy (the first ``limit``; ``--stage-out`` lists them all) with the reads it
+        serves and the life its tensor has outside fast memory."""
+        problem, choice = self.problem, self.choice
+        if not choice.schedule:
+            nothing = (
+                "explain staging: nothing staged: no copy the fast memory holds models fewer"
+                f" cycles than the static plan's {self.static.cycles:,}"
+            )
+            return [nothing]
+        gain = (
+            f"explain staging: {len(choice.schedule)} copies model {self.staged.cycles:,} cycles"
+            f" against the static plan's {self.static.cycles:,}: {self.staged.fast_fraction:.1%}"
+            f" of access bytes from fast memory instead of {self.static.fast_fraction:.1%}"
+            f" ({len(choice.kept)} tensors kept whole, {self.staged.stall_cycles:,} cycles"
+            " waiting for the DMA)"
+        )
+        lines = [gain]
+        for copy in choice.schedule[:limit]:
+            first, last = problem.lifetimes[copy.tensor]
+            readers = problem.readers[copy.tensor]
+            if copy.kind == "load":
+                served = [op for op in readers if copy.start <= op <= copy.until]
+                what = f"issued at op {copy.start}, ready by op {copy.end}"
+            else:
+                served = [op for op in readers if op > copy.until]
+                what = f"written out from op {copy.start}, done by op {copy.end}"
+            reads = ", ".join(_op_label(problem, op) for op in served) or "none"
+            lines.append(
+                f"  {copy.kind} {problem.name(copy.tensor)} ({problem.sizes[copy.tensor]:,}"
+                f" bytes): {what}; serves {reads} from fast memory; not kept whole there,"
+                f" where it would hold its bytes over ops {first}-{last}"
+            )
+        if len(choice.schedule) > limit:
+            lines.append(
+                f"  ... {len(choice.schedule) - limit} more copies (--stage-out lists all)"
+            )
+        return lines
+
+
+def _op_label(problem: StagingProblem, op: int) -> str:
+    """An op by the tensor it makes (its node's name), or by its index."""
+    made = [t for t in problem.writes[op] if problem.producers[t] == op]
+    if made:
+        return f"{problem.name(made[0])} (op {op})"
+    written = problem.writes[op]
+    return f"the write-back of {problem.name(written[0])} (op {op})" if written else f"op {op}"
 
 
 def stage_problem(
@@ -416,6 +466,7 @@ def stage_problem(
         all_in_fast=simulate(problem, model, every),
         ceiling=free_dma_ceiling(problem, model, capacity),
         dropped=dropped,
+        problem=problem,
     )
 
 

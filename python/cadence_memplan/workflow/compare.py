@@ -43,7 +43,8 @@ def upstream_placer_plans(
     whole ``to_executorch`` (so its placer is timed); empty for a model whose graph
     cannot be replayed."""
     progress = progress or quiet
-    options = options.replace(reorder=False)  # upstream's placers plan the given order
+    # Upstream's placers plan the given order, unstaged (upstream's flow has no staging).
+    options = options.replace(reorder=False, stage=False, cost_model=None)
     if not loaded.input.is_model:
         return [
             _arrays_plan(loaded, memories, options.for_placer(algorithm))
@@ -120,6 +121,11 @@ def compare_with_upstream(
     """Plan ``loaded`` again as ``ours`` was planned (with ``options``, an upstream
     placer's), with upstream's Python placer, which plans the given order."""
     progress = progress or quiet
+    if options.stage:
+        raise ValueError(
+            "a staged plan cannot be compared with upstream's placers, which plan the"
+            " program unstaged"
+        )
     options = options.replace(reorder=False)
     if not loaded.input.is_model:
         from .. import reference

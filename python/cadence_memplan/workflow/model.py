@@ -52,7 +52,7 @@ def plan_model(
         loaded.input, memories, options.algorithm, loaded.lowering, ours.table, ours.timings,
         ours.node_names, ours.program, ours.strategy, kept_bound=kept_bound, kept=kept,
         objective=options.objective, reorder=ours.reorder, spent=ours.spent,
-        weights=ours.weights,
+        weights=ours.weights, staging=ours.staging,
     )  # fmt: skip
 
 

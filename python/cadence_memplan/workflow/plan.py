@@ -244,6 +244,8 @@ def plan_input(
     hierarchy = Hierarchy(memories)
     if options.reorder and not loaded.input.is_model:
         raise ValueError("reorder needs a model: a CSV or synthetic input has no node order")
+    if options.stage and not loaded.input.is_model:
+        raise ValueError("stage needs a model: a CSV or synthetic input has no graph")
     if not loaded.input.is_model:
         progress(f"planning {plural(len(loaded.labels), 'tensor')}")
         table, seconds, result = plan_arrays(loaded, hierarchy, options)
@@ -366,7 +368,9 @@ def sweep_input(
     ``varied`` (an index): each row is :func:`plan_input` at that size with ``options``
     (same lowering, same backend config), but a model is lowered once and each size
     replays only its planning step. Each plan is checked by the validator
-    (:class:`InvalidPlan`)."""
+    (:class:`InvalidPlan`). Not with ``options.stage``: each size would stage anew."""
+    if options.stage:
+        raise ValueError("stage applies to plan_input only, not to a sweep")
     progress = progress or quiet
     loaded = _loaded(source, options.lowering, progress)
     refuse_methods(loaded.input, "sweep")

@@ -227,6 +227,8 @@ def size_input(
         raise ValueError(f"points must be a whole number >= 0, got {points!r}")
     if options.algorithm != "best":
         raise ValueError(f"size plans with best: options.algorithm is {options.algorithm!r}")
+    if options.stage:
+        raise ValueError("stage applies to plan_input only, not to size")
     progress = progress or (lambda _: None)
     began = time.perf_counter()
     hierarchy = Hierarchy(memories)

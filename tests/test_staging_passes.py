@@ -1,0 +1,343 @@
+"""``stage=True`` on the passes: exir's ``memory_planning_pass`` and the Cadence drop-in
+stage the graph they get inside ``to_executorch`` (the copies as out variants, with their
+allocations), then plan it as without it. The staged program runs on the portable
+runtime bit for bit as the unstaged one (the decoder over four steps, its KV cache
+carried; the encoder; an inception net); the copies are there only when the staging's
+modelled cycles are fewer than the static plan's; every plan passes the validator."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "executorch",
+    reason='needs torch and executorch: pip install torch==2.13.0 && pip install ".[executorch]"',
+)
+
+import torch
+from executorch.exir import ExecutorchBackendConfig, ExecutorchProgramManager, to_edge
+from executorch.exir.memory_planning import collect_specs_from_nodes
+
+import cadence_memplan
+from cadence_memplan._boundary.upstream import spec_holder
+from cadence_memplan.exir import memory_planning_pass
+from cadence_memplan.models import build_model, example_calls
+from cadence_memplan.staging.cost_model import DEFAULT_COST_MODEL
+from cadence_memplan.staging.graph import problem_of
+from cadence_memplan.staging.report import peak_live
+from cadence_memplan.staging.rewrite import remove_copies, stage_program
+
+runtime = pytest.importorskip("executorch.extension.pybindings.portable_lib")
+
+pytestmark = [
+    pytest.mark.executorch,
+    pytest.mark.filterwarnings("ignore:Mutation on a buffer in the model is detected"),
+]
+
+# name -> builder options, small to keep the default run short (as test_staging_models.py).
+MODELS: dict[str, dict[str, Any]] = {
+    "decoder": {"layers": 2},
+    "encoder": {"layers": 1, "width": 32, "tokens": 8},
+    "inception": {"blocks": 2, "width": 8, "image": 16},
+}
+
+
+def lowered(name: str) -> Any:
+    model, inputs = build_model(name, **MODELS[name])
+    return to_edge(torch.export.export(model, inputs, strict=True)), example_calls(name, inputs)
+
+
+def outputs(
+    program: ExecutorchProgramManager, calls: list[tuple[torch.Tensor, ...]]
+) -> list[bytes]:
+    module = runtime._load_for_executorch_from_buffer(program.buffer)
+    return [output.numpy().tobytes() for call in calls for output in module.forward(call)]
+
+
+def count(program: ExecutorchProgramManager, target: str) -> int:
+    graph = program.exported_program().graph_module.graph
+    return sum(str(node.target) == target for node in graph.nodes)
+
+
+def assert_valid_exir_plan(program: ExecutorchProgramManager) -> None:
+    """The validator on every planned spec that holds its own storage (a view's base
+    once), in the arenas the program declares."""
+    exported = program.exported_program()
+    specs = collect_specs_from_nodes(
+        exported.graph_module.graph.nodes,
+        exported.graph_signature,
+        ignore_graph_input=False,
+        ignore_graph_output=False,
+        ignore_mutable_buffers=False,
+    )
+    holders = list(
+        {id(h): h for h in (spec_holder(s) for s in specs) if h.mem_id is not None}.values()
+    )
+    assert holders, "nothing was planned"
+    arenas = exported.graph_module.meta["non_const_buffer_sizes"][1:]
+    problem = cadence_memplan.validate(
+        [h.lifetime[0] for h in holders],
+        [h.lifetime[1] for h in holders],
+        [h.allocated_memory for h in holders],
+        [h.mem_id for h in holders],
+        [h.mem_offset for h in holders],
+        [max(1, size) for size in arenas],
+        [1] * len(arenas),
+    )
+    assert problem is None, problem
+
+
+def fast_bytes(edge: Any, part: int = 4) -> int:
+    return peak_live(problem_of(edge.exported_program(), DEFAULT_COST_MODEL).problem) // part
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_exir_pass_stages_and_runs_bitwise(name: str) -> None:
+    edge, calls = lowered(name)
+    plain = copy.deepcopy(edge).to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass())
+    )
+    planning = memory_planning_pass(stage=True, fast_memory_bytes=fast_bytes(edge))
+    staged = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    report, rewrite = planning.last_staging, planning.last_rewrite
+    assert report is not None
+    assert rewrite is not None
+    assert report.staged.cycles < report.static.cycles
+    assert rewrite.inserted > 0
+    assert count(staged, "aten.clone.out") == count(plain, "aten.clone.out") + rewrite.inserted
+    for program in (plain, staged):
+        assert_valid_exir_plan(program)
+    assert staged.buffer != plain.buffer
+    assert len(calls) == (4 if name == "decoder" else 1)
+    assert outputs(staged, calls) == outputs(plain, calls)
+    explained = report.explain(limit=2)
+    assert explained[0].startswith(f"explain staging: {len(report.choice.schedule)} copies model")
+    first = report.choice.schedule[0]
+    assert explained[1].startswith(f"  {first.kind} {report.problem.name(first.tensor)} (")
+
+
+def test_exir_pass_leaves_the_program_unstaged_when_staging_does_not_pay() -> None:
+    """Fast memory that holds everything: the static plan is all in fast memory, no copy
+    models fewer cycles, and the program is the unstaged one, byte for byte."""
+    edge, _ = lowered("encoder")
+    plain = copy.deepcopy(edge).to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass())
+    )
+    planning = memory_planning_pass(stage=True, fast_memory_bytes=fast_bytes(edge, 1) * 2)
+    staged = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    assert planning.last_rewrite is not None
+    assert planning.last_rewrite.inserted == 0
+    assert planning.last_staging is not None
+    assert planning.last_staging.staged.cycles == planning.last_staging.static.cycles
+    assert planning.last_staging.explain()[0].startswith("explain staging: nothing staged")
+    assert_valid_exir_plan(staged)
+    assert staged.buffer == plain.buffer
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"stage": True}, "stage=True needs fast_memory_bytes"),
+        ({"stage": True, "fast_memory_bytes": 0}, "fast_memory_bytes must be positive"),
+        ({"fast_memory_bytes": 1024}, "go with stage=True"),
+        ({"cost_model": DEFAULT_COST_MODEL}, "go with stage=True"),
+        ({"stage": "yes", "fast_memory_bytes": 1024}, "stage must be True or False"),
+    ],
+)
+def test_exir_pass_refuses_bad_staging_keywords(keywords: dict[str, Any], message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        memory_planning_pass(**keywords)
+
+
+def test_remove_copies_puts_the_graph_back() -> None:
+    edge, _ = lowered("decoder")
+    exported = edge.exported_program()
+    before = exported.graph_module.code
+    _, rewrite = stage_program(exported, DEFAULT_COST_MODEL, fast_bytes(edge))
+    assert rewrite.inserted > 0
+    assert exported.graph_module.code != before
+    remove_copies(exported.graph_module, rewrite)
+    assert exported.graph_module.code == before
+
+
+@pytest.mark.slow  # Cadence's lowering and compiler: about 20 s
+def test_cadence_drop_in_stages_through_memory_1() -> None:
+    """``CadenceMemoryPlanning(..., stage=True)`` on Cadence's lowering of the decoder:
+    the copies are Cadence's idma ops, planned with the rest (the validator), each load's
+    fast copy in memory 1, and ``SimplifyIdmaOpsPass`` has made them ``idma_copy``. The
+    portable runtime has no Cadence kernels, so the run is exir's pass's test above."""
+    from executorch.backends.cadence.aot.pass_utils import CompileMode
+    from lowered_models import assert_valid, capture_constraints
+
+    from cadence_memplan import CadenceMemoryPlanning
+    from cadence_memplan.cadence.lowering import backend_config, lower_exported, memory_config
+    from cadence_memplan.io.memories import parse_memory_spec
+
+    model, inputs = build_model("decoder")
+    edge = lower_exported(torch.export.export(model, inputs, strict=True), "cadence")
+    capacity = fast_bytes(edge) // 16 * 16
+    config = memory_config(parse_memory_spec(f"fast={capacity}:16,slow=1MiB:16"))
+    planning = CadenceMemoryPlanning(config, CompileMode.DEFAULT, 2, stage=True)
+    constraints = capture_constraints(planning)
+    program = edge.to_executorch(backend_config("cadence", planning))
+    report, rewrite = planning.last_staging, planning.last_rewrite
+    assert report is not None
+    assert rewrite is not None
+    assert report.staged.cycles < report.static.cycles
+    assert rewrite.inserted > 0
+    assert_valid(program, config, constraints[-1], True)
+    nodes = list(program.exported_program().graph_module.graph.nodes)
+    copies = [node for node in nodes if str(node.target) == "cadence.idma_copy.out"]
+    assert len(copies) == rewrite.inserted
+    assert all(node.meta["spec"].mem_id == 1 for node in copies)
+
+
+def test_cadence_drop_in_refuses_bad_staging_keywords() -> None:
+    from executorch.backends.cadence.aot.pass_utils import CompileMode
+    from executorch.backends.cadence.aot.utils import get_default_memory_config
+
+    from cadence_memplan import CadenceMemoryPlanning
+
+    config = get_default_memory_config()
+    with pytest.raises(ValueError, match="goes with stage=True"):
+        CadenceMemoryPlanning(config, CompileMode.DEFAULT, 2, cost_model=DEFAULT_COST_MODEL)
+    with pytest.raises(ValueError, match="use one or the other"):
+        CadenceMemoryPlanning(
+            config, CompileMode.DEFAULT, 2, stage=True, share_mutable_buffers=True
+        )
+    with pytest.raises(TypeError, match="stage must be True or False"):
+        CadenceMemoryPlanning(config, CompileMode.DEFAULT, 2, stage=1)  # type: ignore[arg-type]
+
+
+def test_a_pass_that_raises_takes_its_copies_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staged, then planning raises: the graph the pass got is as it was, node for node."""
+    from executorch.exir.passes import MemoryPlanningPass
+
+    edge, _ = lowered("decoder")
+    captured: list[tuple[Any, Any]] = []
+
+    class Capture(MemoryPlanningPass):  # type: ignore[misc]
+        def run(self, graph_module: Any, graph_signature: Any = None) -> Any:
+            captured.append((copy.deepcopy(graph_module), graph_signature))
+            return super().run(graph_module, graph_signature)
+
+    capacity = fast_bytes(edge)
+    edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=Capture()))
+    graph_module, signature = captured[0]
+    before = graph_module.code
+
+    def fail(self: Any, graph_module: Any, graph_signature: Any = None) -> Any:
+        assert any("clone.out" in str(node.target) for node in graph_module.graph.nodes)
+        raise RuntimeError("planning failed")
+
+    monkeypatch.setattr(MemoryPlanningPass, "run", fail)
+    planning = memory_planning_pass(stage=True, fast_memory_bytes=capacity)
+    with pytest.raises(RuntimeError, match="planning failed"):
+        planning.run(graph_module, signature)
+    assert graph_module.code == before
+
+
+@pytest.mark.slow  # two lowerings and plans of the decoder through plan_input: about 40 s
+@pytest.mark.parametrize("lowering", ["exir", "cadence"])
+def test_plan_input_plans_the_staged_program(lowering: str) -> None:
+    """``PlanningOptions(stage=True)`` (``plan --stage``): the plan is the staged
+    program's, through the Cadence drop-in (its copies clones on exir's lowering, idma
+    copies on Cadence's), it passes the validator, and on exir's lowering the program runs
+    on the portable runtime over four steps bit for bit as the unstaged one."""
+    from cadence_memplan.io.memories import parse_memory_spec
+    from cadence_memplan.request import PlanningOptions
+    from cadence_memplan.workflow.plan import check_plan, load_input, plan_input
+
+    memories = parse_memory_spec("fast=22KiB:16,slow=1MiB:16")
+    loaded = load_input("decoder", lowering=lowering)
+    options = PlanningOptions(algorithm="best", lowering=lowering)  # type: ignore[arg-type]
+    plain = plan_input(loaded, memories, options)
+    staged = plan_input(loaded, memories, options.replace(stage=True))
+    assert plain.staging is None
+    report = staged.staging
+    assert report is not None
+    assert report.staged.cycles < report.static.cycles
+    for planned in (plain, staged):
+        assert check_plan(planned.table, memories) is None
+    copy_op = "aten.clone.out" if lowering == "exir" else "cadence.idma_copy.out"
+    added = count(staged.program, copy_op) - count(plain.program, copy_op)
+    # Stores waited for at the graph's end have no op to go before (Rewrite.skipped).
+    assert 0 < added <= len(report.choice.schedule)
+    assert len(staged.table.labels) > len(plain.table.labels)
+    if lowering == "exir":
+        _, inputs = build_model("decoder")
+        calls = example_calls("decoder", inputs)
+        assert outputs(staged.program, calls) == outputs(plain.program, calls)
+
+
+def test_stage_refused_where_it_does_not_apply() -> None:
+    from cadence_memplan.request import PlanningOptions
+    from cadence_memplan.workflow.plan import sweep_input
+
+    with pytest.raises(ValueError, match="cost_model goes with stage=True"):
+        PlanningOptions(cost_model="model.toml")
+    with pytest.raises(TypeError, match="stage must be True or False"):
+        PlanningOptions(stage="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not to a sweep"):
+        sweep_input("decoder", [], 0, [1024], PlanningOptions(stage=True))
+
+
+def test_exir_pass_stages_in_its_other_modes() -> None:
+    """Staging comes first, then ``smallest``, ``reorder`` and the storage-reuse check
+    plan and check the staged graph: the decoder still runs bit for bit."""
+    edge, calls = lowered("decoder")
+    plain = copy.deepcopy(edge).to_executorch()
+    planning = memory_planning_pass(
+        stage=True,
+        fast_memory_bytes=fast_bytes(edge),
+        smallest=True,
+        reorder=True,
+        verify_storage_reuse=True,
+    )
+    staged = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    assert planning.last_rewrite is not None
+    assert planning.last_rewrite.inserted > 0
+    assert planning.last_reorder is not None
+    assert_valid_exir_plan(staged)
+    assert outputs(staged, calls) == outputs(plain, calls)
+
+
+@pytest.mark.slow  # Cadence's lowering: about 15 s
+def test_cadence_drop_in_that_fails_takes_its_copies_out() -> None:
+    """Staged, then Cadence's placer finds no room (slow memory too small): no copy is
+    left in the graph, which has the nodes the pass got (Cadence's constraints have made
+    some of them nops, as without staging), and every spec's placement is as it was."""
+    from executorch.backends.cadence.aot.pass_utils import CompileMode
+    from executorch.exir.passes import MemoryPlanningPass
+
+    from cadence_memplan import CadenceMemoryPlanning
+    from cadence_memplan.cadence.lowering import lower_exported, memory_config
+    from cadence_memplan.cadence.memory_planning import SpecSnapshot
+    from cadence_memplan.cadence.sweep import PLANNING_FAILURES
+    from cadence_memplan.io.memories import parse_memory_spec
+
+    model, inputs = build_model("decoder")
+    edge = lower_exported(torch.export.export(model, inputs, strict=True), "cadence")
+    capacity = fast_bytes(edge) // 16 * 16
+    captured: list[tuple[Any, Any]] = []
+
+    class Capture(MemoryPlanningPass):  # type: ignore[misc]
+        def run(self, graph_module: Any, graph_signature: Any = None) -> Any:
+            captured.append((copy.deepcopy(graph_module), graph_signature))
+            return super().run(graph_module, graph_signature)
+
+    edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=Capture()))
+    graph_module, signature = captured[0]
+    nodes, placements = list(graph_module.graph.nodes), SpecSnapshot(graph_module).saved
+    config = memory_config(parse_memory_spec(f"fast={capacity}:16,slow=1KiB:16"))
+    planning = CadenceMemoryPlanning(config, CompileMode.DEFAULT, 2, stage=True)
+    with pytest.raises(PLANNING_FAILURES):
+        planning.run(graph_module, signature)
+    assert planning.last_staging is not None
+    assert planning.last_staging.choice.schedule  # it had staged
+    assert list(graph_module.graph.nodes) == nodes
+    assert "idma" not in graph_module.code
+    assert SpecSnapshot(graph_module).saved == placements
