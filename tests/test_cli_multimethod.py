@@ -8,13 +8,17 @@
 - without ``--share-mutable-buffers`` the unshared state is a warning naming the buffer
   (``--quiet`` too), an error with ``--strict-sharing``;
 - ``size`` sizes each method as that method alone in an archive of its own, and the
-  program as the largest;
+  program as the largest; with ``--share-mutable-buffers`` the program planned whole:
+  ``plan --share-mutable-buffers`` at the size it reports keeps every tensor in fast
+  memory, the state at one place, and one alignment less does not where it says proved;
 - what a program of several methods cannot take is refused in one line before any work
   (these need no torch: the archive's directory is all that is read).
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -43,7 +47,10 @@ def two_programs(tmp_path: Path) -> Path:
         (["plan", "--compare"], "--compare: not for a program of several methods"),
         (["size", "--json", "s.json"], "--json: not for a program of several methods"),
         (["sweep", "--vary", "1", "--sizes", "1KiB:4KiB:3"], "sweep: not for a program"),
-        (["size", "--share-mutable-buffers"], "--share-mutable-buffers: size sizes each method"),
+        (
+            ["size", "--share-mutable-buffers", "--reorder"],
+            "--reorder with --share-mutable-buffers: not sized",
+        ),
     ],
 )
 def test_what_several_methods_cannot_take_is_refused_first(
@@ -242,3 +249,75 @@ def test_size_reports_each_method_as_its_own_program_and_the_largest(
     largest = max(fits, key=fits.__getitem__)
     assert f"fast: every tensor of every method fits from {fits[largest]:,} B" in result.stdout
     assert f"the largest method's ({largest})" in result.stdout
+
+
+def program_fits_from(stdout: str) -> tuple[int, bool, int | None]:
+    """``size --share-mutable-buffers``'s answer for the program: the size, whether it is
+    proved, and the bound where it is not."""
+    block = stdout.split(", the program: ")[-1]
+    line = next(line for line in block.splitlines() if line.startswith("fast: every tensor"))
+    fits = number(line.split(" fits from ")[1].split(" B ")[0])
+    if "(proved optimal" in line:
+        return fits, True, None
+    return fits, False, number(line.split("no size below ")[1].split(" B ")[0])
+
+
+@pytest.mark.executorch
+@MUTATION_WARNING
+@pytest.mark.parametrize(
+    ("name", "others"), [("streaming", ",near=1MiB:16"), ("kv-cache", "")]
+)  # fmt: skip
+def test_size_with_the_state_shared_is_a_size_that_plan_fits(
+    archives: dict[str, Path], name: str, others: str
+) -> None:
+    from stateful_programs import PROGRAMS
+
+    methods = list(PROGRAMS[name].methods)
+    result = run(
+        "size", archives[name], "--memory", f"fast=4KiB:16{others}", "--share-mutable-buffers",
+        "--points", "0", timeout=MODEL_TIMEOUT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr  # the state is shared: nothing to warn of
+    assert "planning every method, the state shared, with fast =" in result.stderr
+    assert "plan --reorder keeps" not in result.stdout  # refused with shared state
+    fits, proved, bound = program_fits_from(result.stdout)
+    for method in methods:  # each method alone needs no more than the program
+        block = result.stdout.split(f"{name}.pt2 method {method}:")[1].split("\n\n")[0]
+        line = next(line for line in block.splitlines() if line.startswith("fast: every"))
+        assert "(proved optimal)" in line  # so its size is a bound on the program's
+        assert fits >= number(line.split(" fits from ")[1].split(" B ")[0])
+    if bound is not None:
+        assert bound < fits
+
+    def plan_at(size: int) -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]]]:
+        planned = run(
+            "plan", archives[name], "--memory", f"fast={size}:16{others}", "--algo", "best",
+            "--share-mutable-buffers", "-q", timeout=MODEL_TIMEOUT,
+        )  # fmt: skip
+        if planned.returncode != 0:
+            return planned, {}
+        assert planned.stdout.count("plan check: valid") == len(methods)
+        return planned, block_rows(planned.stdout, f"{name}.pt2, the program:")
+
+    planned, rows = plan_at(fits)
+    assert planned.returncode == 0, planned.stderr
+    assert number(rows["fast"][2]) <= fits  # the program's arena in fast
+    if others:
+        assert number(rows["near"][2]) == 0  # nothing spilled
+    # the state at one place in fast, the same for every method
+    users = ", ".join(methods)
+    for buffer in PROGRAMS[name].buffers:
+        place = rf"^  {buffer} \([\d,]+ B\): fast\+[\d,]+ in {users}$"
+        assert re.search(place, planned.stdout, re.MULTILINE)
+    state = r"^state: ([\d,]+) bytes in .*, at one place in every method; ([\d,]+) B of it in fast$"
+    total = re.search(state, planned.stdout, re.MULTILINE)
+    assert total is not None
+    assert total[1] == total[2]  # all of it in fast
+    if proved:
+        smaller, rows = plan_at(fits - 16)
+        if others:  # something is not in fast
+            assert smaller.returncode == 0, smaller.stderr
+            assert number(rows["near"][2]) > 0
+        else:  # one memory: nothing can spill
+            assert smaller.returncode != 0

@@ -226,6 +226,13 @@ def test_cadence_sharing_runs_right(name: str, memories: str, mem_algo: int, edg
     fits = state_size <= MEMORIES[memories][0]
     assert (planning.last_state_mem_id == 1) is fits
     assert state_bytes_in_memory_1(program, stateful) == (state_size if fits else 0)
+    # Where it sits, read off every method's specs: the fastest memory that holds it (the
+    # slowest, 1 MiB, takes what spills, so every method plans around it there), as the
+    # pass says; the same for every mem_algo.
+    placed = state_placements(program, stateful)
+    fastest = next(m for m, size in enumerate(MEMORIES[memories], 1) if size >= state_size)
+    assert {mem_id for places in placed.values() for mem_id, _ in places} == {fastest}
+    assert planning.last_state_mem_id == fastest
     sizes = {
         tuple(program.exported_program(method).graph_module.meta["non_const_buffer_sizes"])
         for method in stateful.methods

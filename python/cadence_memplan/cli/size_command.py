@@ -9,8 +9,9 @@ from typing import Any
 from .._types import OBJECTIVES
 from ..cadence import LOWERING_DESCRIPTIONS
 from ..models import DEFAULT_INPUT
-from ..stats import format_bytes
+from ..stats import format_bytes, plural
 from ..workflow.size import DEFAULT_POINTS, MemorySizing, Sizing, size_input, size_methods
+from ..workflow.size_shared import SharedSizing, size_shared
 from .common import (
     CliError,
     checked_outputs,
@@ -23,7 +24,7 @@ from .planning_request import CommandRequest, add_planning_options
 from .plot_axes import PLOT_SUFFIXES
 from .pools import add_pool_options, is_pte, print_program_memory, program_memory_of, write_pools
 from .printing import format_seconds, kept_terms, percent_used, print_table
-from .program_methods import unshared_in_cli_words, unshared_warning
+from .program_methods import state_lines, unshared_in_cli_words, unshared_warning
 
 __all__ = ["add_parser", "print_sizing", "run"]
 
@@ -137,14 +138,15 @@ def run(arguments: argparse.Namespace) -> int:
 
 def _run_methods(request: CommandRequest, points: int) -> int:
     """``size`` of a program of several methods: each method sized alone, then the
-    program (the largest method's figures)."""
+    program (the largest method's figures; with ``--share-mutable-buffers``, the program
+    planned whole with its state at one place in every method)."""
     options = request.options
     assert options is not None
-    if options.share_mutable_buffers:
+    shared = options.share_mutable_buffers
+    if shared and options.reorder:
         raise CliError(
-            "--share-mutable-buffers: size sizes each method alone (each its own copy of the"
-            " state); to check a size with the state shared, plan --share-mutable-buffers"
-            " --memory ... at that size"
+            "--reorder with --share-mutable-buffers: not sized (the node order plan keeps may"
+            " change with the size, and no lower bound covers every order)"
         )
     with (
         request.loaded("size") as loaded,
@@ -155,6 +157,11 @@ def _run_methods(request: CommandRequest, points: int) -> int:
             sizings, found = size_methods(
                 loaded, request.memories, options, points=points, progress=request.progress
             )
+            program = (
+                size_shared(loaded, request.memories, options, sizings, progress=request.progress)
+                if shared
+                else None
+            )
         except ValueError as error:
             raise CliError(str(error)) from error
     for message in found:  # never silent: --quiet keeps warnings
@@ -162,7 +169,10 @@ def _run_methods(request: CommandRequest, points: int) -> int:
     for sizing in sizings.values():
         print_sizing(sizing, points)
         print()
-    print_program_sizing(request.what.label, sizings)
+    if program is None:
+        print_program_sizing(request.what.label, sizings)
+    else:
+        print_shared_sizing(request.what.label, sizings, program)
     request.progress.done()
     return 0
 
@@ -193,6 +203,37 @@ def print_program_sizing(label: str, sizings: dict[str, Sizing]) -> None:
     print(
         f"work: {sum(s.work for s in sizings.values()):,} units in"
         f" {format_seconds(sum(s.seconds for s in sizings.values()))}"
+    )
+
+
+def print_shared_sizing(label: str, sizings: dict[str, Sizing], program: SharedSizing) -> None:
+    """The program of several methods planned whole, its state at one place in every
+    method: the least size of memory 1 found to hold every method's tensors there, proved
+    or with the lower bound and the gap."""
+    names = list(sizings)
+    name = program.memory.name
+    fits, bound = program.fits_from, program.lower_bound
+    print(
+        f"{label}, the program: {len(names)} methods ({', '.join(names)}) planned together,"
+        " their mutable state at one place in every method"
+    )
+    if program.proved:
+        verdict = f"(proved optimal: method {program.bound_by}'s tensors alone need as much)"
+    else:
+        verdict = (
+            f"(not proved: no size below {bound:,} B holds them all, so the least lies"
+            f" between the two, {fits - bound:,} B apart)"
+        )
+    print(
+        f"{name}: every tensor of every method fits from {fits:,} B ({format_bytes(fits)}) {verdict}"
+    )
+    for line in state_lines(program.state, sizings[names[0]].memories, True):
+        print(line)
+    tried = ", ".join(f"{size:,}" + ("" if ok else " (does not fit)") for size, ok in program.tried)
+    print(f"{name} sizes planned, in order (B): {tried}")
+    print(
+        "each plan is plan --algo best --share-mutable-buffers at that size, with the whole"
+        f" budget; {plural(len(program.tried), 'plan')} in {format_seconds(program.seconds)}"
     )
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from .._types import Budget, Objective
 from .hierarchy import Hierarchy, Memory
-from .inputs import Input
+from .inputs import Input, StateBuffer
 
-__all__ = ["CURVE_ENDS", "CurvePoint", "MemorySizing", "Sizing"]
+__all__ = ["CURVE_ENDS", "CurvePoint", "MemorySizing", "SharedSizing", "Sizing"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,26 @@ class Sizing:
     reorder: bool = False
     reordered_fits_from: int | None = None
     program: Any = None
+
+
+@dataclass(frozen=True)
+class SharedSizing:
+    """A program of several methods sized with its mutable state at one place in every
+    method (``workflow/size_shared.py``): memory 1 (``memory``); ``fits_from``, the least
+    size of it at which a plan of the whole program was found that keeps there every
+    tensor of every method it keeps with room for all of them, the state included;
+    ``lower_bound``, below which no plan holds them all, and the method whose tensors give
+    it (``bound_by``); the state's buffers in the plan at ``fits_from``; each size planned,
+    in order, and whether the program fitted there (``tried``); the seconds it took."""
+
+    memory: Memory
+    fits_from: int
+    lower_bound: int
+    bound_by: str
+    state: tuple[StateBuffer, ...]
+    tried: tuple[tuple[int, bool], ...]
+    seconds: float
+
+    @property
+    def proved(self) -> bool:
+        return self.lower_bound >= self.fits_from

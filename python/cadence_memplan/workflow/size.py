@@ -279,13 +279,10 @@ def size_methods(
     program whose memory 1 holds every method's tensors is one of the largest method's
     ``all_fit_from``); ``best``'s work split evenly over the methods. Returns the sizings,
     by method, and the unshared-state warnings (an error with ``options.strict_sharing``:
-    :class:`~cadence_memplan.request.inputs.LoweringError`). ``share_mutable_buffers``
-    is refused (ValueError): the state at one place in every method is not sized yet."""
-    if options.share_mutable_buffers:
-        raise ValueError(
-            "share_mutable_buffers: size sizes each method alone; the state shared by every"
-            " method is not sized yet (plan it with share_mutable_buffers at a size)"
-        )
+    :class:`~cadence_memplan.request.inputs.LoweringError`). With
+    ``share_mutable_buffers`` the methods are still sized alone (their bounds bound the
+    program's: :func:`~cadence_memplan.workflow.size_shared.size_shared` sizes the program
+    with its state at one place) and there is no warning: the program shares its state."""
     from .._boundary.mutable_state import UnsharedStateError
     from ..cadence.lowering import method_edge
     from ..cadence.methods import unshared_state
@@ -294,13 +291,19 @@ def size_methods(
     count = len(loaded.input.methods)
     work = (options.work or DEFAULT_WORK_BUDGET) // count
     ms = None if options.budget_ms is None else options.budget_ms / count
-    each = options.replace(work=max(work, 1), budget_ms=ms)
+    each = options.replace(work=max(work, 1), budget_ms=ms, share_mutable_buffers=False)
     sizings: dict[str, Sizing] = {}
     for name in loaded.input.methods:
         progress(f"sizing method {name}")
         what = replace(loaded.input, label=f"{loaded.input.label} method {name}", methods=())
         alone = LoadedInput(what, loaded.lowering, edge=method_edge(loaded.edge, name))
         sizings[name] = size_input(alone, memories, each, points=points, progress=progress)
+    if options.share_mutable_buffers:
+        # The program is sized with its state shared, where --reorder is refused: a
+        # method's note on what its reordering would need points at no command that runs.
+        return {
+            name: replace(sizing, reordered_fits_from=None) for name, sizing in sizings.items()
+        }, []
     programs = {name: sizing.program for name, sizing in sizings.items()}
     try:
         found = unshared_state(programs, options.strict_sharing, "size")
