@@ -105,7 +105,8 @@ def _candidates(
         if tensor in kept or size == 0:
             continue
         readers, writers = problem.readers[tensor], problem.writers[tensor]
-        for index, first in enumerate(readers):
+        copied = tensor not in problem.no_copies  # else only its stay
+        for index, first in enumerate(readers if copied else ()):
             for last in readers[index : index + GROUP]:
                 if any(first <= op <= last for op in writers):
                     break
@@ -113,7 +114,7 @@ def _candidates(
                 gain = sum(_saved(problem, model, base, op, size) for op in served)
                 span = last - max(problem.producers[tensor] + 1, first - 2) + 1
                 found.append(Candidate(tensor, "load", first, last, gain, size * span))
-        for written in writers:
+        for written in writers if copied else ():
             following = min((op for op in writers if op > written), default=problem.num_ops)
             after = [op for op in readers if written < op < following]
             made = _saved(problem, model, base, written, size)
