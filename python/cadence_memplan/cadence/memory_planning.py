@@ -28,8 +28,10 @@ sizes out), for callers written against that older API.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -42,7 +44,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
     MemoryPlanningState,
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
-from executorch.backends.cadence.aot.utils import MemoryConfig
+from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.memory_planning import collect_specs_from_nodes, update_all_tensors_lifetime
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
@@ -53,8 +55,11 @@ from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_
 from .._validation import check_choice, is_integer
 from ..scheduling import Reorder, Reordering
 from ..staging.cost_model import CostModel, cost_model_of
-from ..staging.report import StagingReport
-from ..staging.rewrite import Rewrite, remove_copies, stage_graph
+from ..staging.graph import GraphProblem, problem_of_graph
+from ..staging.problem import Copy
+from ..staging.report import StagingReport, stage_problem
+from ..staging.rewrite import Rewrite, insert_copies, remove_copies
+from ..staging.simulate import IllegalSchedule, Simulation, simulate
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -275,19 +280,54 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     def _stage(
         self, graph_module: torch.fx.GraphModule, graph_signature: ExportGraphSignature | None
     ) -> Rewrite | None:
-        """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops)."""
+        """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops) if
+        the placer realises the staging: it plans a copy of the staged graph first, and
+        the copies go into this graph only when that plan, modelled, has no more cycles
+        than the static plan (``last_staging`` says which)."""
         if self.cost_model is None:
             return None
         alignments = self.memory_config.memory_alignments or [1]
-        self.last_staging, rewrite = stage_graph(
-            graph_module,
-            graph_signature,
+        trial = copy.deepcopy(graph_module)
+        graph = problem_of_graph(trial, graph_signature, self.cost_model, cadence_nops=True)
+        report = stage_problem(
+            graph.problem,
             self.cost_model,
             int(self.memory_config.memory_sizes[0]),
             int(alignments[0]),
-            self.stage_dialect,
         )
-        return rewrite
+        self.last_staging = report
+        schedule = report.choice.schedule
+        if schedule:
+            placed = self._placed(graph, graph_signature, schedule)
+            if placed is not None and placed.cycles <= report.static.cycles:
+                self.last_staging = replace(report, placed=placed)
+            else:
+                self.last_staging, schedule = report.not_realised(placed), ()
+        mine = problem_of_graph(graph_module, graph_signature, self.cost_model, cadence_nops=True)
+        return insert_copies(mine, schedule, self.stage_dialect)
+
+    def _placed(
+        self,
+        graph: GraphProblem,
+        graph_signature: ExportGraphSignature | None,
+        schedule: Sequence[Copy],
+    ) -> Simulation | None:
+        """The cycles modelled for the plan the placer makes of ``graph`` (a copy of the
+        pass's graph) with ``schedule``'s copies: the copies as modelled, every other
+        tensor where the placer put it; None if it cannot plan it or the model cannot
+        run the placement."""
+        assert self.cost_model is not None
+        insert_copies(graph, schedule, self.stage_dialect)
+        try:
+            self._plan(graph.graph_module, graph_signature)
+        except (MemoryPlanningAlgoFailure, MemoryError):  # planned unstaged, or raises then
+            return None
+        copied = {copy.tensor for copy in schedule}
+        kept = _in_memory_1(graph) - copied
+        try:
+            return simulate(graph.problem, self.cost_model, kept, schedule)
+        except IllegalSchedule:
+            return None
 
     def run_multimethod(self) -> None:
         """After every method's ``run``: plan them together when sharing mutable buffers
@@ -359,6 +399,21 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         finally:
             setattr(self, "algo", algo)  # noqa: B010
             self.last_reorder = reordering.result if reordering else None
+
+
+def _in_memory_1(graph: GraphProblem) -> frozenset[int]:
+    """The problem's tensors whose specs the placer put in memory 1 (a tuple's by place)."""
+    found: set[int] = set()
+    places: dict[torch.fx.Node, int] = {}
+    for tensor, node in enumerate(graph.tensors):
+        place = places.get(node, 0)
+        places[node] = place + 1
+        spec = node.meta.get("spec")
+        if isinstance(spec, (list, tuple)):
+            spec = spec[place] if place < len(spec) else None
+        if getattr(spec, "mem_id", None) == 1:
+            found.add(tensor)
+    return frozenset(found)
 
 
 def _staging_model(stage: bool, cost_model: Any, share_mutable_buffers: bool) -> CostModel | None:

@@ -13,7 +13,7 @@ figures are those of a plan the planners make.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -26,6 +26,7 @@ from .problem import Copy, StagingProblem
 from .simulate import Simulation, fast_windows, simulate
 
 __all__ = [
+    "NOT_REALISED",
     "StagingReport",
     "dma_bound",
     "free_dma_ceiling",
@@ -342,6 +343,9 @@ def _figures(
     )
 
 
+NOT_REALISED = "staging not realised by the placer: planned unstaged"
+
+
 @dataclass(frozen=True)
 class StagingReport:
     """The figures of one problem at one fast-memory size (docs/staging.md, "Reports")."""
@@ -352,6 +356,29 @@ class StagingReport:
     ceiling: Simulation
     dropped: int  # copies dropped because ``best`` could not pack them
     problem: StagingProblem
+    # What a placer made of the staging (Cadence's drop-in): its plan, modelled (None:
+    # none modelled); ``realised`` False when that plan was not the one modelled, so the
+    # program was planned unstaged and ``choice`` is the static plan.
+    placed: Simulation | None = None
+    realised: bool = True
+
+    def not_realised(self, placed: Simulation | None) -> StagingReport:
+        """This report for a program planned unstaged because the placer's plan of the
+        staged one (``placed``, modelled) was not the staging modelled."""
+        return replace(self, choice=_static_choice(self.choice), placed=placed, realised=False)
+
+    def placer_line(self) -> str:
+        """What the placer made of the staging, one line ("" when no placer was asked)."""
+        if self.realised:
+            return (
+                f"  the placer's plan models {self.placed.cycles:,} cycles" if self.placed else ""
+            )
+        why = (
+            f"the placer's plan of it models {self.placed.cycles:,} cycles"
+            if self.placed
+            else "the placer could not plan it"
+        )
+        return f"  {NOT_REALISED} ({why}, the static plan's {self.static.cycles:,})"
 
     @property
     def static(self) -> Simulation:
@@ -382,13 +409,15 @@ class StagingReport:
             f"  DMA: {staged.dma_bytes:,} bytes in {staged.transfers} transfers;"
             f" staged / static cycles {ratio:.3f}; {len(self.choice.kept)} tensors kept whole"
         )
-        return lines
+        return lines + [line for line in (self.placer_line(),) if line]
 
     def explain(self, limit: int = 6) -> list[str]:
         """What was staged and why, a few lines (``plan --explain``): the gain, then each
         copy (the first ``limit``; ``--stage-out`` lists them all) with the reads it
         serves and the life its tensor has outside fast memory."""
         problem, choice = self.problem, self.choice
+        if not self.realised:
+            return ["explain staging:" + self.placer_line()[1:]]
         if not choice.schedule:
             nothing = (
                 "explain staging: nothing staged: no copy the fast memory holds models fewer"
