@@ -3,6 +3,7 @@ counted work; optimal where brute force over every small schedule says what opti
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -46,6 +47,22 @@ def stream() -> StagingProblem:
         writes=((0,), (1,), (2,), (3,), (4,), (5,)),
         outlives=(False, False, False, False, False, True, False),
     )
+
+
+def test_choice_never_copies_what_lies_in_another_storage() -> None:
+    """``no_copies`` (what Cadence's nops put inside another tensor's storage): the
+    stream's store of r is not made once r is one, in the search or the report."""
+    problem = stream()
+    capacity = peak_live(problem) // 2
+    free = stage_problem(problem, SMALL_MODEL, capacity, work_budget=20_000)
+    copied = {copy.tensor for copy in free.choice.schedule}
+    assert copied  # else the test shows nothing
+    pinned = dataclasses.replace(problem, no_copies=frozenset(copied))
+    report = stage_problem(pinned, SMALL_MODEL, capacity, work_budget=20_000)
+    assert not {copy.tensor for copy in report.choice.schedule} & copied
+    assert report.staged.cycles <= report.static.cycles
+    with pytest.raises(ValueError, match="no_copies names an unknown tensor"):
+        dataclasses.replace(problem, no_copies=frozenset({problem.num_tensors}))
 
 
 def schedules(problem: StagingProblem, static: frozenset[int], copies: int) -> list[list[Copy]]:
