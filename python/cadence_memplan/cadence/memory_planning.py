@@ -267,7 +267,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         if self.share_mutable_buffers:
             graph_module.meta["non_const_buffer_sizes"] = sizes
             return PassResult(graph_module, True)
-        rewrite = self._stage(graph_module, graph_signature)
+        staged = self._stage(graph_module, graph_signature)
+        rewrite = staged[0] if staged else None
         try:
             self._plan(graph_module, graph_signature)
         except BaseException:
@@ -275,15 +276,20 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                 remove_copies(graph_module, rewrite)
             raise
         self.last_rewrite = rewrite
+        if staged and staged[2] and self.last_staging is not None:
+            # The figure of this graph's plan (the trial's, the placer being deterministic).
+            placed = self._modelled(staged[1], staged[2])
+            self.last_staging = replace(self.last_staging, placed=placed)
         return PassResult(graph_module, True)
 
     def _stage(
         self, graph_module: torch.fx.GraphModule, graph_signature: ExportGraphSignature | None
-    ) -> Rewrite | None:
+    ) -> tuple[Rewrite, GraphProblem, tuple[Copy, ...]] | None:
         """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops) if
         the placer realises the staging: it plans a copy of the staged graph first, and
         the copies go into this graph only when that plan, modelled, has no more cycles
-        than the static plan (``last_staging`` says which)."""
+        than the static plan (``last_staging`` says which). The copies put in, the
+        problem they were put in, and the copies of the schedule."""
         if self.cost_model is None:
             return None
         alignments = self.memory_config.memory_alignments or [1]
@@ -304,7 +310,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
             else:
                 self.last_staging, schedule = report.not_realised(placed), ()
         mine = problem_of_graph(graph_module, graph_signature, self.cost_model, cadence_nops=True)
-        return insert_copies(mine, schedule, self.stage_dialect)
+        return insert_copies(mine, schedule, self.stage_dialect), mine, tuple(schedule)
 
     def _placed(
         self,
@@ -322,8 +328,12 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
             self._plan(graph.graph_module, graph_signature)
         except (MemoryPlanningAlgoFailure, MemoryError):  # planned unstaged, or raises then
             return None
-        copied = {copy.tensor for copy in schedule}
-        kept = _in_memory_1(graph) - copied
+        return self._modelled(graph, schedule)
+
+    def _modelled(self, graph: GraphProblem, schedule: Sequence[Copy]) -> Simulation | None:
+        """The cycles modelled for ``graph`` as placed, with ``schedule``'s copies."""
+        assert self.cost_model is not None
+        kept = _in_memory_1(graph) - {copy.tensor for copy in schedule}
         try:
             return simulate(graph.problem, self.cost_model, kept, schedule)
         except IllegalSchedule:
