@@ -278,7 +278,7 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         self.last_rewrite = rewrite
         if staged and staged[2] and self.last_staging is not None:
             # The figure of this graph's plan (the trial's, the placer being deterministic).
-            placed = self._modelled(staged[1], staged[2])
+            placed = _modelled(self.cost_model, staged[1], staged[2])
             self.last_staging = replace(self.last_staging, placed=placed)
         return PassResult(graph_module, True)
 
@@ -288,15 +288,15 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops) if
         the placer realises the staging: it plans a copy of the staged graph first, and
         the copies go into this graph only when that plan, modelled, has no more cycles
-        than the static plan (``last_staging`` says which). The copies put in, the
-        problem they were put in, and the copies of the schedule."""
+        than the static plan, or fewer than the placer's plan of the unstaged graph (a
+        second copy, planned only then); ``last_staging`` says which. The copies put in,
+        the problem they were put in, and the copies of the schedule."""
         if self.cost_model is None:
             return None
         alignments = self.memory_config.memory_alignments or [1]
-        trial = copy.deepcopy(graph_module)
-        graph = problem_of_graph(trial, graph_signature, self.cost_model, cadence_nops=True)
+        mine = problem_of_graph(graph_module, graph_signature, self.cost_model, cadence_nops=True)
         report = stage_problem(
-            graph.problem,
+            mine.problem,
             self.cost_model,
             int(self.memory_config.memory_sizes[0]),
             int(alignments[0]),
@@ -304,40 +304,18 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         self.last_staging = report
         schedule = report.choice.schedule
         if schedule:
-            placed = self._placed(graph, graph_signature, schedule)
-            if placed is not None and placed.cycles <= report.static.cycles:
-                self.last_staging = replace(report, placed=placed)
+            placed = _placed(self, graph_module, graph_signature, schedule)
+            unstaged = None
+            if placed is not None and placed.cycles > report.static.cycles:
+                unstaged = _placed(self, graph_module, graph_signature, ())
+            if placed is not None and (
+                placed.cycles <= report.static.cycles
+                or (unstaged is not None and placed.cycles < unstaged.cycles)
+            ):
+                self.last_staging = replace(report, placed=placed, placed_unstaged=unstaged)
             else:
-                self.last_staging, schedule = report.not_realised(placed), ()
-        mine = problem_of_graph(graph_module, graph_signature, self.cost_model, cadence_nops=True)
+                self.last_staging, schedule = report.not_realised(placed, unstaged), ()
         return insert_copies(mine, schedule, self.stage_dialect), mine, tuple(schedule)
-
-    def _placed(
-        self,
-        graph: GraphProblem,
-        graph_signature: ExportGraphSignature | None,
-        schedule: Sequence[Copy],
-    ) -> Simulation | None:
-        """The cycles modelled for the plan the placer makes of ``graph`` (a copy of the
-        pass's graph) with ``schedule``'s copies: the copies as modelled, every other
-        tensor where the placer put it; None if it cannot plan it or the model cannot
-        run the placement."""
-        assert self.cost_model is not None
-        insert_copies(graph, schedule, self.stage_dialect)
-        try:
-            self._plan(graph.graph_module, graph_signature)
-        except (MemoryPlanningAlgoFailure, MemoryError):  # planned unstaged, or raises then
-            return None
-        return self._modelled(graph, schedule)
-
-    def _modelled(self, graph: GraphProblem, schedule: Sequence[Copy]) -> Simulation | None:
-        """The cycles modelled for ``graph`` as placed, with ``schedule``'s copies."""
-        assert self.cost_model is not None
-        kept = _in_memory_1(graph) - {copy.tensor for copy in schedule}
-        try:
-            return simulate(graph.problem, self.cost_model, kept, schedule)
-        except IllegalSchedule:
-            return None
 
     def run_multimethod(self) -> None:
         """After every method's ``run``: plan them together when sharing mutable buffers
@@ -409,6 +387,43 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         finally:
             setattr(self, "algo", algo)  # noqa: B010
             self.last_reorder = reordering.result if reordering else None
+
+
+def _placed(
+    planning: CadenceMemoryPlanning,
+    graph_module: torch.fx.GraphModule,
+    graph_signature: ExportGraphSignature | None,
+    schedule: Sequence[Copy],
+) -> Simulation | None:
+    """The cycles modelled for the plan ``planning`` makes of a copy of ``graph_module``
+    with ``schedule``'s copies: the copies as modelled, every other tensor where the
+    placer put it; None if it cannot plan it or the model cannot run the placement."""
+    assert planning.cost_model is not None
+    # A deep copy of a graph module copies each node's meta shallowly: the copy's
+    # TensorSpecs are this graph's, put back as they were after the trial.
+    snapshot = SpecSnapshot(graph_module)
+    trial = copy.deepcopy(graph_module)
+    graph = problem_of_graph(trial, graph_signature, planning.cost_model, cadence_nops=True)
+    insert_copies(graph, schedule, planning.stage_dialect)
+    try:
+        planning._plan(trial, graph_signature)
+        return _modelled(planning.cost_model, graph, schedule)
+    except (MemoryPlanningAlgoFailure, MemoryError):  # planned unstaged, or raises then
+        return None
+    finally:
+        snapshot.restore()
+
+
+def _modelled(
+    model: CostModel | None, graph: GraphProblem, schedule: Sequence[Copy]
+) -> Simulation | None:
+    """The cycles modelled for ``graph`` as placed, with ``schedule``'s copies."""
+    assert model is not None
+    kept = _in_memory_1(graph) - {copy.tensor for copy in schedule}
+    try:
+        return simulate(graph.problem, model, kept, schedule)
+    except IllegalSchedule:
+        return None
 
 
 def _in_memory_1(graph: GraphProblem) -> frozenset[int]:

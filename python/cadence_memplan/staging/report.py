@@ -357,28 +357,32 @@ class StagingReport:
     dropped: int  # copies dropped because ``best`` could not pack them
     problem: StagingProblem
     # What a placer made of the staging (Cadence's drop-in): its plan, modelled (None:
-    # none modelled); ``realised`` False when that plan was not the one modelled, so the
-    # program was planned unstaged and ``choice`` is the static plan.
+    # none modelled), and, when that is worse than the static plan, its plan of the
+    # unstaged program; ``realised`` False when the staging was not kept, so the program
+    # was planned unstaged and ``choice`` is the static plan.
     placed: Simulation | None = None
+    placed_unstaged: Simulation | None = None
     realised: bool = True
 
-    def not_realised(self, placed: Simulation | None) -> StagingReport:
-        """This report for a program planned unstaged because the placer's plan of the
-        staged one (``placed``, modelled) was not the staging modelled."""
-        return replace(self, choice=_static_choice(self.choice), placed=placed, realised=False)
+    def not_realised(self, placed: Simulation | None, unstaged: Simulation | None) -> StagingReport:
+        """The report of a program planned unstaged, its staging not realised by the placer."""
+        static = _static_choice(self.choice)
+        return replace(self, choice=static, placed=placed, placed_unstaged=unstaged, realised=False)
 
     def placer_line(self) -> str:
         """What the placer made of the staging, one line ("" when no placer was asked)."""
+        other = self.placed_unstaged
+        unstaged = f"its plan of the unstaged program {other.cycles:,}" if other else ""
         if self.realised:
-            return (
+            line = (
                 f"  the placer's plan models {self.placed.cycles:,} cycles" if self.placed else ""
             )
-        why = (
-            f"the placer's plan of it models {self.placed.cycles:,} cycles"
-            if self.placed
-            else "the placer could not plan it"
-        )
-        return f"  {NOT_REALISED} ({why}, the static plan's {self.static.cycles:,})"
+            return f"{line} ({unstaged})" if line and unstaged else line
+        why = "the placer could not plan it"
+        if self.placed:
+            why = f"the placer's plan of it models {self.placed.cycles:,} cycles"
+        rest = f", {unstaged}" if unstaged else ""
+        return f"  {NOT_REALISED} ({why}, the static plan's {self.static.cycles:,}{rest})"
 
     @property
     def static(self) -> Simulation:
