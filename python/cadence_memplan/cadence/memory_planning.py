@@ -146,9 +146,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     constraints pin to memory 1, and ``SimplifyIdmaOpsPass`` makes them ``idma_copy``
     after planning (``stage_dialect="exir"``: clones instead, which the portable runtime
     runs, for a program ``to_edge`` made). The choice is the static plan, no copy at all,
-    unless its modelled cycles are fewer; ``last_staging`` (a ``StagingReport``) and
-    ``last_rewrite`` then
-    say what it did. If planning raises, the copies are taken out again. Not with
+    unless its modelled cycles are fewer and the placer realises it (:meth:`_stage`);
+    ``last_staging`` (a ``StagingReport``) and ``last_rewrite`` then say what it did. If planning raises, the copies are taken out again. Not with
     ``share_mutable_buffers=True``, which plans after ``run`` has returned.
     """
 
