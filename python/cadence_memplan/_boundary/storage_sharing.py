@@ -20,7 +20,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["may_share_storage_with", "op_name", "storage_hosts", "storage_sharing_spec_ids"]
+__all__ = [
+    "may_lie_inside_another",
+    "may_share_storage_with",
+    "op_name",
+    "storage_hosts",
+    "storage_sharing_spec_ids",
+]
 
 _OUTPUT_INSIDE_INPUT = frozenset(
     {
@@ -60,6 +66,22 @@ def may_share_storage_with(node: Any) -> list[Any]:
     name = op_name(node.target)
     if name in _OUTPUT_INSIDE_INPUT or name in _MAY_BECOME_OUTPUT_INSIDE_INPUT:
         return list(node.args[:1])
+    if name in _INPUTS_INSIDE_OUTPUT or name in _MAY_BECOME_INPUTS_INSIDE_OUTPUT:
+        return _cat_inputs(node)
+    return []
+
+
+def may_lie_inside_another(node: Any) -> list[Any]:
+    """The nodes whose values Cadence may place inside another tensor's storage because
+    of ``node``, now or once its constraint passes make ``node`` a nop: ``node`` itself
+    (a slice, select, idma_wait or memory.view lies in its input) or its inputs (a cat's
+    lie in its output); empty for any other node. Such a value lives where its host
+    lives: it cannot be placed, nor pinned to a memory, on its own."""
+    if node.op != "call_function":
+        return []
+    name = op_name(node.target)
+    if name in _OUTPUT_INSIDE_INPUT or name in _MAY_BECOME_OUTPUT_INSIDE_INPUT:
+        return [node]
     if name in _INPUTS_INSIDE_OUTPUT or name in _MAY_BECOME_INPUTS_INSIDE_OUTPUT:
         return _cat_inputs(node)
     return []

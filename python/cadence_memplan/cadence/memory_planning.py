@@ -28,8 +28,10 @@ sizes out), for callers written against that older API.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -42,7 +44,7 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
     MemoryPlanningState,
 )
 from executorch.backends.cadence.aot.pass_utils import CompileMode
-from executorch.backends.cadence.aot.utils import MemoryConfig
+from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.memory_planning import collect_specs_from_nodes, update_all_tensors_lifetime
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
@@ -53,8 +55,11 @@ from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_
 from .._validation import check_choice, is_integer
 from ..scheduling import Reorder, Reordering
 from ..staging.cost_model import CostModel, cost_model_of
-from ..staging.report import StagingReport
-from ..staging.rewrite import Rewrite, remove_copies, stage_graph
+from ..staging.graph import GraphProblem, problem_of_graph
+from ..staging.problem import Copy
+from ..staging.report import StagingReport, stage_problem
+from ..staging.rewrite import Rewrite, insert_copies, remove_copies
+from ..staging.simulate import IllegalSchedule, Simulation, simulate
 from .algorithms import BestOfHierarchy, GreedyWithHeuristic, PositionBasedGreedyWithHierarchy
 from .graph_code import deferred_recompile
 from .planning_pass import (
@@ -141,9 +146,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
     constraints pin to memory 1, and ``SimplifyIdmaOpsPass`` makes them ``idma_copy``
     after planning (``stage_dialect="exir"``: clones instead, which the portable runtime
     runs, for a program ``to_edge`` made). The choice is the static plan, no copy at all,
-    unless its modelled cycles are fewer; ``last_staging`` (a ``StagingReport``) and
-    ``last_rewrite`` then
-    say what it did. If planning raises, the copies are taken out again. Not with
+    unless its modelled cycles are fewer and the placer realises it (:meth:`_stage`);
+    ``last_staging`` (a ``StagingReport``) and ``last_rewrite`` then say what it did. If planning raises, the copies are taken out again. Not with
     ``share_mutable_buffers=True``, which plans after ``run`` has returned.
     """
 
@@ -262,7 +266,8 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         if self.share_mutable_buffers:
             graph_module.meta["non_const_buffer_sizes"] = sizes
             return PassResult(graph_module, True)
-        rewrite = self._stage(graph_module, graph_signature)
+        staged = self._stage(graph_module, graph_signature)
+        rewrite = staged[0] if staged else None
         try:
             self._plan(graph_module, graph_signature)
         except BaseException:
@@ -270,24 +275,46 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
                 remove_copies(graph_module, rewrite)
             raise
         self.last_rewrite = rewrite
+        if staged and staged[2] and self.last_staging is not None:
+            # The figure of this graph's plan (the trial's, the placer being deterministic).
+            placed = _modelled(self.cost_model, staged[1], staged[2])
+            self.last_staging = replace(self.last_staging, placed=placed)
         return PassResult(graph_module, True)
 
     def _stage(
         self, graph_module: torch.fx.GraphModule, graph_signature: ExportGraphSignature | None
-    ) -> Rewrite | None:
-        """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops)."""
+    ) -> tuple[Rewrite, GraphProblem, tuple[Copy, ...]] | None:
+        """With ``stage=True``, the graph staged through memory 1 (Cadence's idma ops) if
+        the placer realises the staging: it plans a copy of the staged graph first, and
+        the copies go into this graph only when that plan, modelled, has no more cycles
+        than the static plan, or fewer than the placer's plan of the unstaged graph (a
+        second copy, planned only then); ``last_staging`` says which. The copies put in,
+        the problem they were put in, and the copies of the schedule."""
         if self.cost_model is None:
             return None
         alignments = self.memory_config.memory_alignments or [1]
-        self.last_staging, rewrite = stage_graph(
-            graph_module,
-            graph_signature,
+        mine = problem_of_graph(graph_module, graph_signature, self.cost_model, cadence_nops=True)
+        report = stage_problem(
+            mine.problem,
             self.cost_model,
             int(self.memory_config.memory_sizes[0]),
             int(alignments[0]),
-            self.stage_dialect,
         )
-        return rewrite
+        self.last_staging = report
+        schedule = report.choice.schedule
+        if schedule:
+            placed = _placed(self, graph_module, graph_signature, schedule)
+            unstaged = None
+            if placed is not None and placed.cycles > report.static.cycles:
+                unstaged = _placed(self, graph_module, graph_signature, ())
+            if placed is not None and (
+                placed.cycles <= report.static.cycles
+                or (unstaged is not None and placed.cycles < unstaged.cycles)
+            ):
+                self.last_staging = replace(report, placed=placed, placed_unstaged=unstaged)
+            else:
+                self.last_staging, schedule = report.not_realised(placed, unstaged), ()
+        return insert_copies(mine, schedule, self.stage_dialect), mine, tuple(schedule)
 
     def run_multimethod(self) -> None:
         """After every method's ``run``: plan them together when sharing mutable buffers
@@ -359,6 +386,58 @@ class CadenceMemoryPlanning(UpstreamCadenceMemoryPlanning):
         finally:
             setattr(self, "algo", algo)  # noqa: B010
             self.last_reorder = reordering.result if reordering else None
+
+
+def _placed(
+    planning: CadenceMemoryPlanning,
+    graph_module: torch.fx.GraphModule,
+    graph_signature: ExportGraphSignature | None,
+    schedule: Sequence[Copy],
+) -> Simulation | None:
+    """The cycles modelled for the plan ``planning`` makes of a copy of ``graph_module``
+    with ``schedule``'s copies: the copies as modelled, every other tensor where the
+    placer put it; None if it cannot plan it or the model cannot run the placement."""
+    assert planning.cost_model is not None
+    # A deep copy of a graph module copies each node's meta shallowly: the copy's
+    # TensorSpecs are this graph's, put back as they were after the trial.
+    snapshot = SpecSnapshot(graph_module)
+    trial = copy.deepcopy(graph_module)
+    graph = problem_of_graph(trial, graph_signature, planning.cost_model, cadence_nops=True)
+    insert_copies(graph, schedule, planning.stage_dialect)
+    try:
+        planning._plan(trial, graph_signature)
+        return _modelled(planning.cost_model, graph, schedule)
+    except (MemoryPlanningAlgoFailure, MemoryError):  # planned unstaged, or raises then
+        return None
+    finally:
+        snapshot.restore()
+
+
+def _modelled(
+    model: CostModel | None, graph: GraphProblem, schedule: Sequence[Copy]
+) -> Simulation | None:
+    """The cycles modelled for ``graph`` as placed, with ``schedule``'s copies."""
+    assert model is not None
+    kept = _in_memory_1(graph) - {copy.tensor for copy in schedule}
+    try:
+        return simulate(graph.problem, model, kept, schedule)
+    except IllegalSchedule:
+        return None
+
+
+def _in_memory_1(graph: GraphProblem) -> frozenset[int]:
+    """The problem's tensors whose specs the placer put in memory 1 (a tuple's by place)."""
+    found: set[int] = set()
+    places: dict[torch.fx.Node, int] = {}
+    for tensor, node in enumerate(graph.tensors):
+        place = places.get(node, 0)
+        places[node] = place + 1
+        spec = node.meta.get("spec")
+        if isinstance(spec, (list, tuple)):
+            spec = spec[place] if place < len(spec) else None
+        if getattr(spec, "mem_id", None) == 1:
+            found.add(tensor)
+    return frozenset(found)
 
 
 def _staging_model(stage: bool, cost_model: Any, share_mutable_buffers: bool) -> CostModel | None:

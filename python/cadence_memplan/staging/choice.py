@@ -17,9 +17,12 @@ its modelled cycles fall:
 The search: greedy passes over the candidates in two orders (most cycles saved per byte
 and op of space held, and most cycles saved), each followed by a pass that re-times the
 chosen copies on the new timeline and another greedy pass over those refused, from
-several starts (sets of tensors kept whole); the best result is kept. Work is counted (one unit per op simulated), never timed, so the choice
-is a function of its arguments only. It never returns a schedule whose modelled cycles
-exceed the static plan's.
+several starts (sets of tensors kept whole); the best result is kept, then improved by
+ruin and recreate (the tensors one to three consecutive ops keep in fast memory put back
+in slow memory, the space refilled greedily; kept when cycles fall and access bytes from
+fast memory do not). Work is counted (one unit per op simulated), never timed, so the
+choice is a function of its arguments only. It never returns a schedule whose modelled
+cycles exceed the static plan's.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = ["DEFAULT_STAGING_WORK", "GROUP", "Candidate", "StagingChoice", "choos
 
 GROUP = 3  # the most reads one load serves
 _ALTERNATIVES = 2  # other timings tried for a copy that does not fit
+RUIN_WIDTH = 3  # the most consecutive ops whose tensors one ruin puts back in slow memory
+IMPROVE_SHARE = 20  # percent of the work for ruin and recreate (_improve), at most
 DEFAULT_STAGING_WORK = 4_000_000  # units: ops simulated
 
 
@@ -100,7 +105,8 @@ def _candidates(
         if tensor in kept or size == 0:
             continue
         readers, writers = problem.readers[tensor], problem.writers[tensor]
-        for index, first in enumerate(readers):
+        copied = tensor not in problem.no_copies  # else only its stay
+        for index, first in enumerate(readers if copied else ()):
             for last in readers[index : index + GROUP]:
                 if any(first <= op <= last for op in writers):
                     break
@@ -108,7 +114,7 @@ def _candidates(
                 gain = sum(_saved(problem, model, base, op, size) for op in served)
                 span = last - max(problem.producers[tensor] + 1, first - 2) + 1
                 found.append(Candidate(tensor, "load", first, last, gain, size * span))
-        for written in writers:
+        for written in writers if copied else ():
             following = min((op for op in writers if op > written), default=problem.num_ops)
             after = [op for op in readers if written < op < following]
             made = _saved(problem, model, base, written, size)
@@ -211,7 +217,6 @@ def _copy_for(
 def _try(
     problem: StagingProblem,
     model: CostModel,
-    static: frozenset[int],
     capacity: int,
     state: _State,
     candidate: Candidate,
@@ -224,10 +229,10 @@ def _try(
         if any(copy.tensor == candidate.tensor for copy in state.schedule):
             return None
         return _better(
-            problem, model, static, capacity, state, state.stays | {candidate.tensor}, (), budget
+            problem, model, capacity, state, state.stays | {candidate.tensor}, (), budget
         )
     for copy in _copies_for(problem, model, state, candidate):
-        found = _better(problem, model, static, capacity, state, state.stays, (copy,), budget)
+        found = _better(problem, model, capacity, state, state.stays, (copy,), budget)
         if found is not None:
             why = f"{candidate.kind} {problem.name(candidate.tensor)} for ops {candidate.first}-{candidate.last}"
             return _State(found.stays, found.schedule, found.simulation, (*state.reasons, why))
@@ -237,7 +242,6 @@ def _try(
 def _better(
     problem: StagingProblem,
     model: CostModel,
-    static: frozenset[int],
     capacity: int,
     state: _State,
     stays: frozenset[int],
@@ -249,7 +253,7 @@ def _better(
     if not budget.charge(problem.num_ops + len(schedule)):
         return None
     try:
-        simulation = simulate(problem, model, static | stays, schedule, capacity)
+        simulation = simulate(problem, model, stays, schedule, capacity)
     except IllegalSchedule:
         return None
     if simulation.cycles >= state.simulation.cycles:
@@ -260,7 +264,6 @@ def _better(
 def _greedy(
     problem: StagingProblem,
     model: CostModel,
-    static: frozenset[int],
     capacity: int,
     state: _State,
     candidates: Sequence[Candidate],
@@ -269,7 +272,7 @@ def _greedy(
     """One pass: each candidate in turn, kept when it helps; those refused, in order."""
     refused = []
     for candidate in candidates:
-        better = _try(problem, model, static, capacity, state, candidate, budget)
+        better = _try(problem, model, capacity, state, candidate, budget)
         if better is None:
             refused.append(candidate)
         else:
@@ -282,7 +285,6 @@ def _greedy(
 def _retimed(
     problem: StagingProblem,
     model: CostModel,
-    static: frozenset[int],
     capacity: int,
     state: _State,
     budget: _Budget,
@@ -299,7 +301,7 @@ def _retimed(
             if not budget.charge(problem.num_ops + len(schedule)):
                 return state
             try:
-                simulation = simulate(problem, model, static | state.stays, schedule, capacity)
+                simulation = simulate(problem, model, state.stays, schedule, capacity)
             except IllegalSchedule:
                 continue
             if simulation.cycles < state.simulation.cycles:
@@ -311,16 +313,103 @@ def _retimed(
 def _search(
     problem: StagingProblem,
     model: CostModel,
-    static: frozenset[int],
     capacity: int,
     start: _State,
     candidates: Sequence[Candidate],
     budget: _Budget,
 ) -> _State:
-    state, refused = _greedy(problem, model, static, capacity, start, candidates, budget)
-    state = _retimed(problem, model, static, capacity, state, budget)
-    state, _ = _greedy(problem, model, static, capacity, state, refused, budget)
+    state, refused = _greedy(problem, model, capacity, start, candidates, budget)
+    state = _retimed(problem, model, capacity, state, budget)
+    state, _ = _greedy(problem, model, capacity, state, refused, budget)
     return state
+
+
+def _without(
+    problem: StagingProblem,
+    model: CostModel,
+    state: _State,
+    tensors: frozenset[int],
+    budget: _Budget,
+) -> _State | None:
+    """The state with ``tensors`` neither kept whole nor copied (in slow memory for their
+    whole lives), whatever that costs; None when the work is spent."""
+    kept = [index for index, copy in enumerate(state.schedule) if copy.tensor not in tensors]
+    schedule = tuple(state.schedule[index] for index in kept)
+    if not budget.charge(problem.num_ops + len(schedule)):
+        return None
+    stays = state.stays - tensors
+    simulation = simulate(problem, model, stays, schedule)  # less held: still legal
+    reasons = tuple(state.reasons[index] for index in kept)
+    return _State(stays, schedule, simulation, reasons)
+
+
+def _ruins(problem: StagingProblem, state: _State) -> list[frozenset[int]]:
+    """The sets of tensors :func:`_improve` puts back in slow memory, one at a time: those
+    kept whole or copied that each op accesses (the space its neighbours compete for), then
+    each such tensor alone; in a fixed order, without repeats."""
+    chosen = state.stays | {copy.tensor for copy in state.schedule}
+    found: dict[frozenset[int], None] = {}
+    for width in range(RUIN_WIDTH):
+        for op in range(problem.num_ops - width):
+            window = range(op, op + width + 1)
+            accessed = frozenset(t for o in window for t in problem.reads[o] + problem.writes[o])
+            if accessed & chosen:
+                found.setdefault(accessed & chosen)
+    for tensor in sorted(chosen):
+        found.setdefault(frozenset({tensor}))
+    return list(found)
+
+
+def _improve(
+    problem: StagingProblem,
+    model: CostModel,
+    capacity: int,
+    state: _State,
+    orders: Sequence[Sequence[Candidate]],
+    budget: _Budget,
+) -> _State:
+    """Ruin and recreate: the tensors of each of :func:`_ruins` are put back in slow
+    memory, and a greedy pass without their candidates, then one with them, refills the
+    space they freed (only candidates whose tensors live beside them), the candidates in
+    each of ``orders`` in turn; the result replaces the state when it :func:`_improves` on
+    it. Goes round until a whole round finds nothing or the work is spent. A stay of the
+    static plan may go this way, and two tensors that must go together to make room, which
+    a greedy pass that only adds never does."""
+    moves, index, failed = _moves(problem, state, len(orders)), 0, 0
+    floor = state.simulation.fast_access_bytes
+    while failed < len(moves) and budget.left > 0:
+        tensors, order = moves[index % len(moves)]
+        index, failed = index + 1, failed + 1
+        ruined = _without(problem, model, state, tensors, budget)
+        if ruined is None:
+            break
+        low = min(problem.lifetimes[tensor][0] for tensor in tensors)
+        high = max(problem.lifetimes[tensor][1] for tensor in tensors)
+        near = [c for c in orders[order] if _overlaps(problem.lifetimes[c.tensor], low, high)]
+        others = [candidate for candidate in near if candidate.tensor not in tensors]
+        mine = [candidate for candidate in near if candidate.tensor in tensors]
+        found, refused = _greedy(problem, model, capacity, ruined, others, budget)
+        found, _ = _greedy(problem, model, capacity, found, mine + refused, budget)
+        if _improves(found.simulation, state.simulation, floor):
+            state, failed = found, 0
+            moves = _moves(problem, state, len(orders))
+    return state
+
+
+def _moves(problem: StagingProblem, state: _State, orders: int) -> list[tuple[frozenset[int], int]]:
+    """Each ruin with the first order of the candidates, then each with the second..."""
+    ruins = _ruins(problem, state)
+    return [(tensors, order) for order in range(orders) for tensors in ruins]
+
+
+def _improves(found: Simulation, current: Simulation, floor: int) -> bool:
+    """Fewer cycles, and at least ``floor`` access bytes from fast memory: a plan no worse
+    on either figure than the one the step started from."""
+    return found.cycles < current.cycles and found.fast_access_bytes >= floor
+
+
+def _overlaps(span: tuple[int, int], low: int, high: int) -> bool:
+    return span[0] <= high and low <= span[1]
 
 
 def choose_staging(
@@ -337,27 +426,36 @@ def choose_staging(
     The search starts from the static plan, from each of ``other_starts`` (other sets of
     tensors kept whole, e.g. a static plan for a smaller memory, which leaves room for
     copies) and from nothing kept (every tensor's stay then competes with its copies);
-    on each, the candidates in two orders (:func:`_search`)."""
+    on each, the candidates in two orders (:func:`_search`). The best found is then
+    improved by ruin and recreate (:func:`_improve`), with :data:`IMPROVE_SHARE` of the
+    work."""
     if work_budget < 0:
         raise ValueError(f"work_budget must be >= 0, not {work_budget}")
     base = simulate(problem, model, static_fast)
-    best = _State(frozenset(), (), base, ())
-    best_kept = static_fast
+    best = _State(static_fast, (), base, ())
     budget = _Budget(work_budget)
     starts = [static_fast, *other_starts, frozenset[int]()]
     searches = [(kept, order) for kept in starts for order in range(2)]
+    improve_work = work_budget * IMPROVE_SHARE // 100
+    search_work = work_budget - improve_work
     for index, (kept, order) in enumerate(searches):
-        start = _State(frozenset(), (), simulate(problem, model, kept), ())
+        start = _State(kept, (), simulate(problem, model, kept), ())
         candidates = _candidates(problem, model, start.simulation, kept)
         key = _by_density if order == 0 else _by_gain
-        share = _Budget(budget.left // (len(searches) - index))
-        found = _search(problem, model, kept, capacity, start, sorted(candidates, key=key), share)
+        share = _Budget((search_work - budget.used) // (len(searches) - index))
+        found = _search(problem, model, capacity, start, sorted(candidates, key=key), share)
         budget.charge(share.used)
         if found.simulation.cycles < best.simulation.cycles:
-            best, best_kept = found, kept
+            best = found
+    nothing_kept = simulate(problem, model, frozenset())
+    every = _candidates(problem, model, nothing_kept, frozenset())
+    orders = [sorted(every, key=_by_density), sorted(every, key=_by_gain)]
+    share = _Budget(min(budget.left, improve_work))
+    best = _improve(problem, model, capacity, best, orders, share)
+    budget.charge(share.used)
     return StagingChoice(
         static_fast=static_fast,
-        kept=best_kept | best.stays,
+        kept=best.stays,
         schedule=best.schedule,
         static=base,
         staged=best.simulation,

@@ -14,6 +14,11 @@ It also reads the graph a memory-planning pass sees (:func:`problem_of_graph`, i
 op (the op they are the ``out=`` of makes the tensor), ``memory.view`` aliases its
 source, and the write-backs are ``copy_`` nodes, each an op writing the buffer in place.
 The problem is the same as the edge program's, op for op.
+
+For a graph Cadence's pass plans (``cadence_nops=True``), the tensors its constraints may
+place inside another's storage (a slice or select output, a cat's inputs:
+:func:`~cadence_memplan._boundary.storage_sharing.may_lie_inside_another`) are the
+problem's ``no_copies``: Cadence cannot pin such a tensor to fast memory on its own.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 import torch
 
-from .._boundary.storage_sharing import op_name
+from .._boundary.storage_sharing import may_lie_inside_another, op_name
 from .cost_model import CostModel
 from .problem import StagingProblem
 
@@ -150,16 +155,18 @@ def _flat(arguments: Any) -> list[torch.fx.Node]:
     return found
 
 
-def problem_of(program: Any, model: CostModel) -> GraphProblem:
+def problem_of(program: Any, model: CostModel, cadence_nops: bool = False) -> GraphProblem:
     """The staging problem of an ``ExportedProgram``'s graph (docs/staging.md)."""
-    return problem_of_graph(program.graph_module, program.graph_signature, model)
+    return problem_of_graph(program.graph_module, program.graph_signature, model, cadence_nops)
 
 
 def problem_of_graph(
-    graph_module: torch.fx.GraphModule, signature: Any, model: CostModel
+    graph_module: torch.fx.GraphModule, signature: Any, model: CostModel, cadence_nops: bool = False
 ) -> GraphProblem:
     """The staging problem of a graph and its ``ExportGraphSignature``: an edge
-    program's, or the one a memory-planning pass gets (out-variant ops)."""
+    program's, or the one a memory-planning pass gets (out-variant ops); with
+    ``cadence_nops``, for Cadence's pass (no copy of what its nops put in another's
+    storage)."""
     graph = graph_module.graph
     mutated = set(signature.buffers_to_mutate.values())
     kept_inputs = set(signature.user_inputs) | {
@@ -218,6 +225,8 @@ def problem_of_graph(
         and builder.nodes[t].name in kept_inputs
         and builder.nodes[t].name not in signature.user_inputs
     }
+    inside = [inner for node in graph.nodes for inner in may_lie_inside_another(node)]
+    no_copies = {builder.of[node] for node in inside if node in builder.of} if cadence_nops else ()
     problem = StagingProblem(
         flops=tuple(flops),
         sizes=tuple(builder.sizes),
@@ -226,6 +235,7 @@ def problem_of_graph(
         writes=tuple(writes),
         outlives=tuple(t in outliving for t in range(len(builder.sizes))),
         names=tuple(builder.names),
+        no_copies=frozenset(no_copies),
     )
     return GraphProblem(
         problem, tuple(ops), tuple(builder.nodes), dict(builder.of), graph_module, out_variant

@@ -5,7 +5,9 @@ made by op ``producers[t]`` (``-1``: it exists before the first op: a graph inpu
 mutable buffer). Op ``i`` reads the tensors ``reads[i]`` and writes ``writes[i]`` (its
 outputs, and any tensor it changes in place), each access moving the tensor's bytes.
 A tensor that ``outlives`` the graph (an output, a mutable buffer) is alive to the end
-and must then be in its home memory.
+and must then be in its home memory. No copy may move a tensor of ``no_copies``: it lies
+inside another tensor's storage (Cadence's cat, slice and select nops), so it lives
+where that tensor lives and cannot be loaded, stored or pinned on its own.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class Copy:
 @dataclass(frozen=True)
 class StagingProblem:
     """``flops[i]`` of op ``i``; per tensor ``sizes``, ``producers``, ``outlives``; per op
-    ``reads`` and ``writes`` (tuples of tensor ids); ``names`` of the tensors, for reports."""
+    ``reads`` and ``writes`` (tuples of tensor ids); ``names`` of the tensors, for reports;
+    ``no_copies``, the tensors no load or store may move (they may stay whole)."""
 
     flops: tuple[int, ...]
     sizes: tuple[int, ...]
@@ -52,6 +55,7 @@ class StagingProblem:
     writes: tuple[tuple[int, ...], ...]
     outlives: tuple[bool, ...]
     names: tuple[str, ...] = ()
+    no_copies: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         ops, tensors = len(self.flops), len(self.sizes)
@@ -63,6 +67,8 @@ class StagingProblem:
             raise ValueError("names needs one entry per tensor")
         if any(size < 0 for size in self.sizes) or any(flop < 0 for flop in self.flops):
             raise ValueError("sizes and flops must be >= 0")
+        if any(not 0 <= tensor < tensors for tensor in self.no_copies):
+            raise ValueError("no_copies names an unknown tensor")
         for op, accessed in enumerate(self.reads + self.writes):
             if any(not 0 <= tensor < tensors for tensor in accessed):
                 raise ValueError(f"op {op % max(ops, 1)} accesses an unknown tensor")

@@ -13,7 +13,7 @@ figures are those of a plan the planners make.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -26,7 +26,9 @@ from .problem import Copy, StagingProblem
 from .simulate import Simulation, fast_windows, simulate
 
 __all__ = [
+    "NOT_REALISED",
     "StagingReport",
+    "dma_bound",
     "free_dma_ceiling",
     "packs_in_fast",
     "peak_live",
@@ -115,6 +117,191 @@ def free_dma_ceiling(problem: StagingProblem, model: CostModel, capacity: int) -
     return _figures(problem, model, fast_ops, slow_ops)
 
 
+def dma_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int:
+    """A floor under the modelled cycles of every legal staging schedule at ``capacity``
+    bytes of fast memory, tighter than :func:`free_dma_ceiling`: it also counts what a
+    copy costs in time and space. The larger of two floors, each a dynamic programme:
+
+    - reads held ahead (every model): op ``k`` serves a set of its tensors from fast
+      memory; a read in it either was in fast memory at op ``k - 1`` (it then held space
+      there, beside what op ``k - 1`` served) or was loaded at op ``k``, which then waits
+      for the whole transfer;
+    - residency (:func:`_residency_bound`), when the states stay few: the set of tensors
+      held at each op, which serve the op's accesses; one that appears without being
+      written was loaded then, one written into fast memory and dropped at the next op
+      while its value is still needed was stored then, and the op waits for both; a load
+      issued for the next op's read runs beside this op, which may not hide it.
+
+    Each leaves the rest out (stores after longer stays, the queue beyond two ops, the
+    graph's end), so no schedule does better; it is not the optimum."""
+    if problem.num_ops == 0:
+        return 0
+    # Per set of op k's reads held at op k - 1, the least cycles to there; the graph's
+    # inputs may be in fast memory from the start (a static plan keeps them there free).
+    inputs = frozenset(t for t in problem.reads[0] if problem.producers[t] < 0)
+    held_ahead: dict[frozenset[int], int] = {inputs: 0}
+    for op in range(problem.num_ops):
+        upcoming = problem.reads[op + 1] if op + 1 < problem.num_ops else ()
+        held_ahead = _bound_step(problem, model, capacity, op, set(upcoming), held_ahead)
+    loose = min(held_ahead.values())
+    return max(loose, _residency_bound(problem, model, capacity) or 0)
+
+
+_BOUND_STATES = 100_000  # the most state pairs per op _residency_bound tries
+
+
+def _residency_bound(problem: StagingProblem, model: CostModel, capacity: int) -> int | None:
+    """The residency floor of :func:`dma_bound`, or None when the states grow too many or
+    fast memory is not the faster (then serving from it need not help). The queue across
+    two ops is counted on disjoint pairs of ops (those starting at even ops, or at odd);
+    the larger of the two."""
+    if model.fast_bytes_per_cycle < model.slow_bytes_per_cycle:
+        return None
+    found = []
+    for parity in (0, 1):
+        inputs = frozenset(t for t, producer in enumerate(problem.producers) if producer < 0)
+        states: dict[tuple[frozenset[int], int, frozenset[int]], int] = {
+            (inputs, 0, frozenset()): 0
+        }
+        for op in range(problem.num_ops):
+            held_sets = _fitting(problem, sorted(_holdable(problem, op)), capacity)
+            if held_sets is None or len(states) * len(held_sets) > _BOUND_STATES:
+                return None
+            states = _residency_step(problem, model, op, parity, held_sets, states)
+        found.append(min(states.values()))
+    return max(found)
+
+
+def _residency_step(
+    problem: StagingProblem,
+    model: CostModel,
+    op: int,
+    parity: int,
+    held_sets: list[frozenset[int]],
+    states: dict[tuple[frozenset[int], int, frozenset[int]], int],
+) -> dict[tuple[frozenset[int], int, frozenset[int]], int]:
+    """Per (tensors held at ``op``, the op's cycles if it starts a pair, the loads issued
+    at it for the next op's reads), the least cycles to the end of ``op``."""
+    sizes, reads, writes = problem.sizes, set(problem.reads[op]), set(problem.writes[op])
+    moved = {t: sizes[t] * ((t in reads) + (t in writes)) for t in reads | writes}
+    total = sum(moved.values())
+    pairs = op % 2 == parity and op + 1 < problem.num_ops
+    upcoming = set(problem.reads[op + 1]) - reads if pairs else set()
+    following: dict[tuple[frozenset[int], int, frozenset[int]], int] = {}
+    for (before, previous_cycles, ahead), so_far in states.items():
+        dirty = _needed_writes(problem, op, before)
+        for held in held_sets:
+            fast = sum(moved[t] for t in held & moved.keys())
+            cycles = model.op_cycles(problem.flops[op], fast, total - fast)
+            loaded = held - before - writes
+            waited = sum(model.dma_cycles(sizes[t]) for t in (loaded & reads) | (dirty - held))
+            queued = sum(model.dma_cycles(sizes[t]) for t in ahead & held)
+            spent = so_far + cycles + waited + max(0, queued - previous_cycles)
+            key = (held, cycles if pairs else 0, frozenset(loaded & upcoming))
+            if spent < following.get(key, spent + 1):
+                following[key] = spent
+    return following
+
+
+def _needed_writes(problem: StagingProblem, op: int, before: frozenset[int]) -> set[int]:
+    """The tensors op ``op - 1`` wrote into fast memory (held there) whose value is read
+    later (before the next write, or it outlives the graph): dropped at ``op``, a store
+    must be done before ``op`` begins."""
+    if op == 0:
+        return set()
+    needed = set()
+    for tensor in set(problem.writes[op - 1]) & before:
+        rewrite = min((w for w in problem.writers[tensor] if w >= op), default=None)
+        last = problem.num_ops if rewrite is None else rewrite  # reads up to it see this value
+        outlived = rewrite is None and problem.outlives[tensor]
+        if outlived or any(op <= r <= last for r in problem.readers[tensor]):
+            needed.add(tensor)
+    return needed
+
+
+def _holdable(problem: StagingProblem, op: int) -> set[int]:
+    """The tensors worth holding at ``op``: those it accesses, and those alive then that
+    are read later or outlive the graph."""
+    found = set(problem.reads[op]) | set(problem.writes[op])
+    for tensor, (first, last) in enumerate(problem.lifetimes):
+        if first <= op <= last and (
+            problem.outlives[tensor] or problem.readers[tensor][-1:] > (op,)
+        ):
+            found.add(tensor)
+    return found
+
+
+def _fitting(
+    problem: StagingProblem, tensors: list[int], capacity: int
+) -> list[frozenset[int]] | None:
+    """Every subset of ``tensors`` that fits in ``capacity`` bytes; None past
+    :data:`_BOUND_STATES` of them."""
+    found: list[frozenset[int]] = [frozenset()]
+    spaces = [0]
+    for tensor in tensors:
+        size = problem.sizes[tensor]
+        grown = [
+            (subset | {tensor}, space + size)
+            for subset, space in zip(found, spaces, strict=True)
+            if space + size <= capacity
+        ]
+        found += [subset for subset, _ in grown]
+        spaces += [space for _, space in grown]
+        if len(found) > _BOUND_STATES:
+            return None
+    return found
+
+
+def _bound_step(
+    problem: StagingProblem,
+    model: CostModel,
+    capacity: int,
+    op: int,
+    upcoming: set[int],
+    held_ahead: dict[frozenset[int], int],
+) -> dict[frozenset[int], int]:
+    reads, writes = set(problem.reads[op]), set(problem.writes[op])
+    accessed = reads | writes
+    if len(accessed) > _BOUND_TENSORS or len(upcoming) > _BOUND_TENSORS:
+        # Rare: many operands. Every access from fast memory, every next read held ahead:
+        # cheaper than any schedule, so still a floor.
+        moved = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in accessed)
+        least = min(held_ahead.values()) + model.op_cycles(problem.flops[op], moved, 0)
+        return {frozenset(upcoming): least}
+    options = []
+    for served in _subsets(accessed):
+        space = sum(problem.sizes[t] for t in served)
+        if space > capacity:
+            continue
+        fast = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in served)
+        total = sum(problem.sizes[t] * ((t in reads) + (t in writes)) for t in accessed)
+        options.append((served, space, model.op_cycles(problem.flops[op], fast, total - fast)))
+    following: dict[frozenset[int], int] = {}
+    for ahead, cycles_so_far in held_ahead.items():
+        for served, space, cycles in options:
+            loaded = (served & reads) - ahead  # loaded at this op: it waits for them
+            waited = sum(model.dma_cycles(problem.sizes[t]) for t in loaded)
+            total = cycles_so_far + cycles + waited
+            for kept in _subsets(upcoming):
+                if space + sum(problem.sizes[t] for t in kept - served) > capacity:
+                    continue
+                if total < following.get(kept, total + 1):
+                    following[kept] = total
+    return following
+
+
+_BOUND_TENSORS = 10  # the most tensors of one op whose subsets dma_bound tries
+
+
+def _subsets(tensors: set[int]) -> list[frozenset[int]]:
+    ordered = sorted(tensors)
+    return [
+        frozenset(subset)
+        for count in range(len(ordered) + 1)
+        for subset in combinations(ordered, count)
+    ]
+
+
 def _best_subset(
     tensors: list[int], sizes: Sequence[int], moved: dict[int, int], capacity: int
 ) -> int:
@@ -156,6 +343,9 @@ def _figures(
     )
 
 
+NOT_REALISED = "staging not realised by the placer: planned unstaged"
+
+
 @dataclass(frozen=True)
 class StagingReport:
     """The figures of one problem at one fast-memory size (docs/staging.md, "Reports")."""
@@ -166,6 +356,33 @@ class StagingReport:
     ceiling: Simulation
     dropped: int  # copies dropped because ``best`` could not pack them
     problem: StagingProblem
+    # What a placer made of the staging (Cadence's drop-in): its plan, modelled (None:
+    # none modelled), and, when that is worse than the static plan, its plan of the
+    # unstaged program; ``realised`` False when the staging was not kept, so the program
+    # was planned unstaged and ``choice`` is the static plan.
+    placed: Simulation | None = None
+    placed_unstaged: Simulation | None = None
+    realised: bool = True
+
+    def not_realised(self, placed: Simulation | None, unstaged: Simulation | None) -> StagingReport:
+        """The report of a program planned unstaged, its staging not realised by the placer."""
+        static = _static_choice(self.choice)
+        return replace(self, choice=static, placed=placed, placed_unstaged=unstaged, realised=False)
+
+    def placer_line(self) -> str:
+        """What the placer made of the staging, one line ("" when no placer was asked)."""
+        other = self.placed_unstaged
+        unstaged = f"its plan of the unstaged program {other.cycles:,}" if other else ""
+        if self.realised:
+            line = (
+                f"  the placer's plan models {self.placed.cycles:,} cycles" if self.placed else ""
+            )
+            return f"{line} ({unstaged})" if line and unstaged else line
+        why = "the placer could not plan it"
+        if self.placed:
+            why = f"the placer's plan of it models {self.placed.cycles:,} cycles"
+        rest = f", {unstaged}" if unstaged else ""
+        return f"  {NOT_REALISED} ({why}, the static plan's {self.static.cycles:,}{rest})"
 
     @property
     def static(self) -> Simulation:
@@ -196,13 +413,15 @@ class StagingReport:
             f"  DMA: {staged.dma_bytes:,} bytes in {staged.transfers} transfers;"
             f" staged / static cycles {ratio:.3f}; {len(self.choice.kept)} tensors kept whole"
         )
-        return lines
+        return lines + [line for line in (self.placer_line(),) if line]
 
     def explain(self, limit: int = 6) -> list[str]:
         """What was staged and why, a few lines (``plan --explain``): the gain, then each
         copy (the first ``limit``; ``--stage-out`` lists them all) with the reads it
         serves and the life its tensor has outside fast memory."""
         problem, choice = self.problem, self.choice
+        if not self.realised:
+            return ["explain staging:" + self.placer_line()[1:]]
         if not choice.schedule:
             nothing = (
                 "explain staging: nothing staged: no copy the fast memory holds models fewer"
