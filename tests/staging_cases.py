@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import strategies as st
 
 from cadence_memplan.staging.cost_model import CostModel
 from cadence_memplan.staging.problem import Copy, StagingProblem
+
+# The built-in models the staging tests lower (name -> builder options), small to keep
+# the default run short.
+MODEL_OPTIONS: dict[str, dict[str, Any]] = {
+    "decoder": {"layers": 2},
+    "encoder": {"layers": 1, "width": 32, "tokens": 8},
+    "inception": {"blocks": 2, "width": 8, "image": 16},
+}
 
 # Small figures, so that a cycle-by-cycle brute force stays quick.
 SMALL_MODEL = CostModel(

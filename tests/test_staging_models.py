@@ -20,6 +20,7 @@ pytest.importorskip(
 
 import torch
 from executorch.exir import to_edge
+from staging_cases import MODEL_OPTIONS
 
 from cadence_memplan.models import build_model, example_calls
 from cadence_memplan.staging.cost_model import DEFAULT_COST_MODEL, CostModel
@@ -36,13 +37,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Mutation on a buffer in the model is detected"),
 ]
 
-# name -> builder options, small to keep the default run short.
-MODELS: dict[str, dict[str, Any]] = {
-    "decoder": {"layers": 2},
-    "encoder": {"layers": 1, "width": 32, "tokens": 8},
-    "inception": {"blocks": 2, "width": 8, "image": 16},
-}
-
 
 def outputs(program: Any, calls: list[tuple[torch.Tensor, ...]]) -> list[bytes]:
     module = runtime._load_for_executorch_from_buffer(program.buffer)
@@ -54,9 +48,9 @@ def clones(program: Any) -> int:
     return sum("clone" in str(node.target) for node in graph.nodes)
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODEL_OPTIONS)
 def test_staged_program_runs_bitwise(name: str) -> None:
-    model, inputs = build_model(name, **MODELS[name])
+    model, inputs = build_model(name, **MODEL_OPTIONS[name])
     edge = to_edge(torch.export.export(model, inputs, strict=True))
     calls = example_calls(name, inputs)
     plain = copy.deepcopy(edge).to_executorch()

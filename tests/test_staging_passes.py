@@ -20,6 +20,7 @@ pytest.importorskip(
 import torch
 from executorch.exir import ExecutorchBackendConfig, ExecutorchProgramManager, to_edge
 from executorch.exir.memory_planning import collect_specs_from_nodes
+from staging_cases import MODEL_OPTIONS
 
 import cadence_memplan
 from cadence_memplan._boundary.upstream import spec_holder
@@ -37,16 +38,9 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Mutation on a buffer in the model is detected"),
 ]
 
-# name -> builder options, small to keep the default run short (as test_staging_models.py).
-MODELS: dict[str, dict[str, Any]] = {
-    "decoder": {"layers": 2},
-    "encoder": {"layers": 1, "width": 32, "tokens": 8},
-    "inception": {"blocks": 2, "width": 8, "image": 16},
-}
-
 
 def lowered(name: str) -> Any:
-    model, inputs = build_model(name, **MODELS[name])
+    model, inputs = build_model(name, **MODEL_OPTIONS[name])
     return to_edge(torch.export.export(model, inputs, strict=True)), example_calls(name, inputs)
 
 
@@ -94,7 +88,7 @@ def fast_bytes(edge: Any, part: int = 4) -> int:
     return peak_live(problem_of(edge.exported_program(), DEFAULT_COST_MODEL).problem) // part
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODEL_OPTIONS)
 def test_exir_pass_stages_and_runs_bitwise(name: str) -> None:
     edge, calls = lowered(name)
     plain = copy.deepcopy(edge).to_executorch(

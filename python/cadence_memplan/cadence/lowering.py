@@ -57,6 +57,7 @@ __all__ = [
     "memory_config",
     "method_edge",
     "node_writers",
+    "planning_pass",
     "program_table",
     "run_planning",
 ]
@@ -377,20 +378,8 @@ def run_planning(
     who: str,
 ) -> tuple[Any, ExecutorchProgramManager, dict[str, float]]:
     """(the pass, the program, the timings) of ``edge.to_executorch`` planned by
-    ``planning_class`` as ``options`` say, in the backend config of their lowering: the
-    one place the options become a ``CadenceMemoryPlanning``."""
-    pass_ = planning_class(
-        memory_config(memories),
-        compile_mode(options.lowering),
-        ALGORITHMS.index(options.algorithm),
-        alloc_graph_input=options.alloc_inputs,
-        alloc_graph_output=options.alloc_outputs,
-        **({"reorder": True} if options.reorder else {}),
-        **options.sharing_arguments,
-        **_staging_keywords(options),
-    )
-    if options.algorithm == "best":  # ours only: upstream's placers take no options
-        options.configure(pass_.algo)
+    ``planning_class`` as ``options`` say, in the backend config of their lowering."""
+    pass_ = planning_pass(planning_class, memories, options)
     planning = TimedPlanning(pass_)
     began = time.perf_counter()
     program = edge.to_executorch(backend_config(options.lowering, planning))
@@ -401,6 +390,24 @@ def run_planning(
         "whole to_executorch": total_seconds,
     }
     return pass_, program, timings
+
+
+def planning_pass(planning_class: Any, memories: Sequence[Memory], options: PlanningOptions) -> Any:
+    """``planning_class`` (our ``CadenceMemoryPlanning`` or upstream's) built as ``options``
+    say: the one place the options become a ``CadenceMemoryPlanning``."""
+    pass_ = planning_class(
+        memory_config(memories),
+        compile_mode(options.lowering),
+        ALGORITHMS.index(options.algorithm),
+        alloc_graph_input=options.alloc_inputs,
+        alloc_graph_output=options.alloc_outputs,
+        **({"reorder": True} if options.reorder else {}),  # ours only, as the next two
+        **options.sharing_arguments,
+        **_staging_keywords(options),
+    )
+    if options.algorithm == "best":  # ours only: upstream's placers take no options
+        options.configure(pass_.algo)
+    return pass_
 
 
 def _staging_keywords(options: PlanningOptions) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from .._types import ALGORITHMS
 from ..request import Memory, PlanningOptions
 from ..stats import TensorTable
 from .graph_code import deferred_recompile
-from .lowering import PlannedSpecs, backend_config, compile_mode, memory_config
+from .lowering import PlannedSpecs, backend_config, compile_mode, memory_config, planning_pass
 from .memory_planning import CadenceMemoryPlanning, SpecSnapshot
 from .planning_pass import plan_graph_and_submodules
 
@@ -136,15 +136,7 @@ class Replanner:
     ) -> None:
         self.options = options
         self.last_placer: Any = None
-        planning = CadenceMemoryPlanning(
-            memory_config(memories),
-            compile_mode(options.lowering),
-            ALGORITHMS.index(options.algorithm),
-            alloc_graph_input=options.alloc_inputs,
-            alloc_graph_output=options.alloc_outputs,
-            reorder=options.reorder,
-        )
-        options.configure(planning.algo)
+        planning = planning_pass(CadenceMemoryPlanning, memories, options)
         recorder = _RecordingAlgo(planning.algo)
         planning.algo = recorder
         self.program: Any = None  # the program that to_executorch made (pools: device/)
