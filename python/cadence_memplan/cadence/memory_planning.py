@@ -46,12 +46,18 @@ from executorch.backends.cadence.aot.memory_planning_algo import (
 from executorch.backends.cadence.aot.pass_utils import CompileMode
 from executorch.backends.cadence.aot.utils import MemoryConfig, MemoryPlanningAlgoFailure
 from executorch.exir.memory_planning import collect_specs_from_nodes, update_all_tensors_lifetime
+from executorch.exir.tensor import TensorSpec
 from torch.export import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassResult
 
 from .._boundary import upstream
 from .._boundary.mutable_state import check_unshared, method_buffers
-from .._boundary.tensorspecs import require_lifetimes, restore_placements, save_placements
+from .._boundary.tensorspecs import (
+    read_placements,
+    require_lifetimes,
+    restore_placements,
+    save_placements,
+)
 from .._validation import check_choice, is_integer
 from ..scheduling import Reorder, Reordering
 from ..staging.cost_model import CostModel, cost_model_of
@@ -427,7 +433,8 @@ def _modelled(
 
 def _in_memory_1(graph: GraphProblem) -> frozenset[int]:
     """The problem's tensors whose specs the placer put in memory 1 (a tuple's by place)."""
-    found: set[int] = set()
+    tensors: list[int] = []
+    specs: list[TensorSpec] = []
     places: dict[torch.fx.Node, int] = {}
     for tensor, node in enumerate(graph.tensors):
         place = places.get(node, 0)
@@ -435,9 +442,13 @@ def _in_memory_1(graph: GraphProblem) -> frozenset[int]:
         spec = node.meta.get("spec")
         if isinstance(spec, (list, tuple)):
             spec = spec[place] if place < len(spec) else None
-        if getattr(spec, "mem_id", None) == 1:
-            found.add(tensor)
-    return frozenset(found)
+        if isinstance(spec, TensorSpec):
+            tensors.append(tensor)
+            specs.append(spec)
+    if not specs:
+        return frozenset()
+    mem_ids = read_placements(specs).mem_ids.tolist()
+    return frozenset(tensor for tensor, mem_id in zip(tensors, mem_ids, strict=True) if mem_id == 1)
 
 
 def _staging_model(stage: bool, cost_model: Any, share_mutable_buffers: bool) -> CostModel | None:
