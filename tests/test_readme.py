@@ -36,8 +36,13 @@ def blocks(language: str, pages: list[Path] = PAGES) -> list[tuple[str, str]]:
 
 
 def needs_executorch(code: str) -> bool:
-    """A snippet that imports executorch or uses a name the package loads from it."""
-    return "executorch" in code or any(name in code for name in cadence_memplan._EXECUTORCH_NAMES)
+    """A snippet that imports executorch, a subpackage of ours that imports it, or uses a
+    name the package loads from it."""
+    return (
+        "executorch" in code
+        or re.search(r"\bcadence_memplan\.(exir|cadence|scheduling)\b", code) is not None
+        or any(name in code for name in cadence_memplan._EXECUTORCH_NAMES)
+    )
 
 
 @pytest.mark.parametrize(
