@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..stats import TensorTable, format_bytes, plural
+from ..stats import TensorTable, format_bytes, peak_usage_per_memory, plural
 from ..workflow.plan import check_plan
 from .common import (
     DEFAULT_ALGORITHM,
@@ -65,8 +65,9 @@ def run_pte_plan(arguments: argparse.Namespace) -> int:
     from ..device.planned import method_memories, method_plan
 
     first_problem = None
-    for method in layout.methods:
-        table, memories = method_plan(method), method_memories(method)
+    tables = [method_plan(method) for method in layout.methods]
+    for method, table in zip(layout.methods, tables, strict=True):
+        memories = method_memories(method)
         print_report(
             f"{path.name} method {method.name}", table, memories, "the .pte's own plan", {},
             _instruction_names(method),
@@ -81,7 +82,7 @@ def run_pte_plan(arguments: argparse.Namespace) -> int:
             names = TensorNames(table, None)
             print_explanation(explain_peaks(table, len(memories)), memories, names)
         print()
-    _print_whole(path.name, layout)
+    _print_whole(path.name, layout, tables)
     progress.done()
     if first_problem is not None:
         raise CliError(f"the plan is invalid: {first_problem}", EXIT_PLANNING_FAILED)
@@ -104,11 +105,10 @@ def _instruction_names(method: Any) -> list[str]:
     ]
 
 
-def _print_whole(label: str, layout: Any) -> None:
+def _print_whole(label: str, layout: Any, tables: list[TensorTable]) -> None:
     """The program: per memory id, each method's arena and the largest (a runtime that
-    gives every method one buffer per memory id needs the largest)."""
-    from ..device.planned import method_plan
-
+    gives every method one buffer per memory id needs the largest); ``tables``, each
+    method's plan, give the peak usage."""
     methods = layout.methods
     count = max((len(method.arenas) for method in methods), default=0)
     print(
@@ -119,10 +119,13 @@ def _print_whole(label: str, layout: Any) -> None:
     def arena(method: Any, index: int) -> int:
         return method.arenas[index] if index < len(method.arenas) else 0
 
+    usage = [
+        peak_usage_per_memory(table.mem_ids, table.offsets, table.sizes, count) for table in tables
+    ]
     rows = []
     for index in range(count):
         largest = max(arena(method, index) for method in methods)
-        used = max(_peak_usage(method_plan(method), index + 1) for method in methods)
+        used = max(int(peaks[index + 1]) for peaks in usage)
         rows.append(
             [str(index + 1), f"{largest:,}", f"{used:,}", percent_used(used, largest),
              *(f"{arena(method, index):,}" for method in methods)]
@@ -135,8 +138,3 @@ def _print_whole(label: str, layout: Any) -> None:
         " largest method's (the .pte's non-const buffer sizes)"
     )
     print("lifetimes: inferred from each method's instructions, inclusive [first, last]")
-
-
-def _peak_usage(table: TensorTable, memory_id: int) -> int:
-    rows = table.mem_ids == memory_id
-    return int((table.offsets[rows] + table.sizes[rows]).max()) if rows.any() else 0
