@@ -17,6 +17,8 @@ import numpy.typing as npt
 __all__ = [
     "MemoryStats",
     "TensorTable",
+    "align_up",
+    "aligned_sizes",
     "format_bytes",
     "live_bytes_changes",
     "memory_stats",
@@ -39,6 +41,16 @@ def format_bytes(count: int) -> str:
         if abs(count) >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{count} B"
+
+
+def align_up(count: int, alignment: int) -> int:
+    """``count`` rounded up to a multiple of ``alignment``."""
+    return -(-count // alignment) * alignment
+
+
+def aligned_sizes(sizes: npt.ArrayLike, alignment: int) -> IntArray:
+    """Each size rounded up to a multiple of ``alignment``, as int64."""
+    return -(-np.asarray(sizes, dtype=np.int64) // alignment) * alignment
 
 
 def plural(count: int, noun: str) -> str:

@@ -46,7 +46,7 @@ from ..api import DEFAULT_WORK_BUDGET
 from ..request import Hierarchy, Memory, PlanningOptions
 from ..request.inputs import DoesNotFit, Input, InvalidPlan, LoadedInput, LoweringError
 from ..request.sizing_results import CURVE_ENDS, CurvePoint, MemorySizing, Sizing
-from ..stats import TensorTable, format_bytes, peak_live_bytes
+from ..stats import TensorTable, align_up, aligned_sizes, format_bytes, peak_live_bytes
 from .model import model_failures, replanner
 from .plan import check_plan, load_input, plan_input, quiet
 
@@ -92,10 +92,6 @@ class PlanAtSize:
 _Planner = Callable[[int, Budget], PlanAtSize]
 
 
-def _align_up(count: int, alignment: int) -> int:
-    return -(-count // alignment) * alignment
-
-
 def _memory1_figures(table: TensorTable, alignment: int) -> tuple[int, int]:
     """Memory 1's bufsize in a plan (the aligned end of its highest tensor), and the
     aligned peak live of its tensors: no plan that keeps them all there uses less."""
@@ -105,9 +101,9 @@ def _memory1_figures(table: TensorTable, alignment: int) -> tuple[int, int]:
     ends = table.offsets[in_memory1] + table.sizes[in_memory1]
     own = in_memory1 & ~table.shares_storage
     live = peak_live_bytes(
-        table.starts[own], table.ends[own], _aligned_sizes(table.sizes[own], alignment)
+        table.starts[own], table.ends[own], aligned_sizes(table.sizes[own], alignment)
     )
-    return _align_up(int(ends.max()), alignment), live
+    return align_up(int(ends.max()), alignment), live
 
 
 def _checked(table: TensorTable, memories: Sequence[Memory]) -> TensorTable:
@@ -148,7 +144,7 @@ def _model_prober(
     memory = memories[0]  # the memory sized
     alignment = memory.alignment
     specs = replayed.planned_specs
-    room = max(int(_aligned_sizes(specs.sizes, alignment).sum()), alignment)
+    room = max(int(aligned_sizes(specs.sizes, alignment).sum()), alignment)
 
     def probe(capacity: int, budget: Budget) -> PlanAtSize:
         config = memories.with_size(0, capacity)
@@ -171,10 +167,6 @@ def _model_prober(
         )  # fmt: skip
 
     return probe, room, replayed.program
-
-
-def _aligned_sizes(sizes: Any, alignment: int) -> Any:
-    return -(-np.asarray(sizes, dtype=np.int64) // alignment) * alignment
 
 
 class _Spending:
@@ -245,7 +237,7 @@ def size_input(
     else:
         probe, program = _arrays_prober(loaded, hierarchy, options), None
         sizes = loaded.arrays()[2]
-        room = max(int(_aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
+        room = max(int(aligned_sizes(sizes, memory.alignment).sum()), memory.alignment)
     spending = _Spending(options.budget, points)
     progress(f"planning with room for every tensor in {memory.name} ({format_bytes(room)})")
     everything = probe(room, spending.next(_ALL_FIT_SHARE))
@@ -380,7 +372,7 @@ def memory_sizing(
     alignment = memory.alignment
     total = everything.kept
     all_fit_from = min([everything.used, *(p.used for p in probes if p.kept >= total)])
-    bounds = [_align_up(everything.lower_bound or 0, alignment), everything.peak_live]
+    bounds = [align_up(everything.lower_bound or 0, alignment), everything.peak_live]
     # A bound below the total at size c: not every tensor fits there.
     bounds += [
         (probe.capacity // alignment + 1) * alignment

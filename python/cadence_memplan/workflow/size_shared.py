@@ -50,19 +50,14 @@ from ..request.inputs import (
     quiet,
 )
 from ..request.sizing_results import SharedSizing, Sizing
-from ..stats import TensorTable, format_bytes, peak_live_bytes
+from ..stats import TensorTable, align_up, aligned_sizes, format_bytes, peak_live_bytes
 from .plan import check_plan, plan_program
 
 __all__ = ["Fitted", "SharedSizing", "least_fitting", "size_shared"]
 
 
-def _align_up(count: int, alignment: int) -> int:
-    return -(-count // alignment) * alignment
-
-
 def _aligned_sum(table: TensorTable, alignment: int) -> int:
-    own = ~table.shares_storage
-    return int(sum(_align_up(int(size), alignment) for size in table.sizes[own]))
+    return int(aligned_sizes(table.sizes[~table.shares_storage], alignment).sum())
 
 
 @dataclass(frozen=True)
@@ -142,13 +137,13 @@ def _read(planned: ProgramPlan, capacity: int, alignment: int) -> _ProgramAt:
         kept[name] = int(table.sizes[in_memory1].sum(dtype=object))
         if in_memory1.any():
             end = int((table.offsets[in_memory1] + table.sizes[in_memory1]).max())
-            used = max(used, _align_up(end, alignment))
+            used = max(used, align_up(end, alignment))
         tables[name] = table
     apart = [buffer.name for buffer in planned.state if not buffer.shared]
     if apart:
         raise InvalidPlan(f"{where}: the state {apart} is not at one place in every method")
     state_end = sum(buffer.size for buffer in planned.state if _in_memory1(buffer))
-    used = max(used, _align_up(state_end, alignment))
+    used = max(used, align_up(state_end, alignment))
     return _ProgramAt(capacity, used, kept, tuple(planned.state), tables)
 
 
@@ -203,7 +198,7 @@ def _lower_bound(
         same = alone[name]
         if same is not None and _same_tensors(same, table):
             bound = max(bound, sizings[name].sized[0].lower_bound)
-        bounds[name] = _align_up(bound, alignment)
+        bounds[name] = align_up(bound, alignment)
     bound_by = max(bounds, key=bounds.__getitem__)
     return bounds[bound_by], bound_by
 
@@ -240,7 +235,7 @@ def size_shared(
     alignment = int(hierarchy.alignments[0])
     program = _Program(loaded, hierarchy, options, progress or quiet)
     first = max(sizing.sized[0].all_fit_from for sizing in sizings.values())
-    first = max(_align_up(first, alignment), alignment)
+    first = max(align_up(first, alignment), alignment)
     everything, too_small = _everything(program, first, alignment)
     alone = _alone_tables(sizings, options)
     bound, bound_by = _lower_bound(everything.tables, alone, sizings, alignment)
